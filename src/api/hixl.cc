@@ -1,0 +1,163 @@
+// hixl.cc: class hixl::Hixl. Holds the engine and forwards to it; calls made
+// before Initialize (or after Finalize) return FAILED.
+#include "hixl/hixl.h"
+
+#include <mutex>
+#include <string>
+
+#include "common/log.h"
+#include "engine/engine.h"
+
+namespace hixl {
+namespace {
+
+std::string Str(const AscendString &s) { return std::string(s.GetString(), s.GetLength()); }
+
+}  // namespace
+
+class Hixl::HixlImpl {
+ public:
+  // The engine, or nullptr (logged) when not initialized. Callers keep the
+  // returned reference for the whole call, so a Finalize racing them (which
+  // the API forbids) still cannot free the engine under their feet.
+  std::shared_ptr<Engine> Get(const char *call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (engine_ == nullptr) HIXL_LOGE("%s: the engine is not initialized", call);
+    return engine_;
+  }
+
+  std::mutex mu_;
+  std::shared_ptr<Engine> engine_;
+};
+
+Hixl::Hixl() : impl_(new HixlImpl()) {}
+
+Hixl::~Hixl() { Finalize(); }
+
+Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  if (impl_->engine_ != nullptr) {
+    HIXL_LOGE("Initialize %s: already initialized as %s; call Finalize first", local_engine.GetString(),
+              impl_->engine_->name().c_str());
+    return FAILED;
+  }
+  std::map<std::string, std::string> opts;
+  for (const auto &[k, v] : options) opts[Str(k)] = Str(v);
+  return Engine::Create(Str(local_engine), opts, &impl_->engine_);
+}
+
+void Hixl::Finalize() {
+  std::shared_ptr<Engine> engine;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu_);
+    engine.swap(impl_->engine_);
+  }
+  if (engine != nullptr) engine->Shutdown();
+}
+
+Status Hixl::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle) {
+  auto e = impl_->Get("RegisterMem");
+  return e == nullptr ? FAILED : e->RegisterMem(mem, type, mem_handle);
+}
+
+Status Hixl::DeregisterMem(MemHandle mem_handle) {
+  auto e = impl_->Get("DeregisterMem");
+  return e == nullptr ? FAILED : e->DeregisterMem(mem_handle);
+}
+
+Status Hixl::Connect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  auto e = impl_->Get("Connect");
+  return e == nullptr ? FAILED : e->Connect(Str(remote_engine), timeout_in_millis);
+}
+
+Status Hixl::Disconnect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  auto e = impl_->Get("Disconnect");
+  return e == nullptr ? FAILED : e->Disconnect(Str(remote_engine), timeout_in_millis);
+}
+
+Status Hixl::ConnectAsync(const AscendString &, int32_t) {
+  auto e = impl_->Get("ConnectAsync");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("ConnectAsync: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::DisconnectAsync(const AscendString &, int32_t) {
+  auto e = impl_->Get("DisconnectAsync");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("DisconnectAsync: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::GetAsyncConnectStatus(const AscendString &, AsyncConnectStatus &) {
+  auto e = impl_->Get("GetAsyncConnectStatus");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("GetAsyncConnectStatus: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &) {
+  auto e = impl_->Get("GetAsyncConnectStatus");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("GetAsyncConnectStatus: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::TransferSync(const AscendString &remote_engine, TransferOp operation,
+                          const std::vector<TransferOpDesc> &op_descs, int32_t timeout_in_millis) {
+  auto e = impl_->Get("TransferSync");
+  return e == nullptr ? FAILED : e->TransferSync(Str(remote_engine), operation, op_descs, timeout_in_millis);
+}
+
+Status Hixl::TransferAsync(const AscendString &, TransferOp, const std::vector<TransferOpDesc> &,
+                           const TransferArgs &, TransferReq &) {
+  auto e = impl_->Get("TransferAsync");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("TransferAsync: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::GetTransferStatus(const TransferReq &, TransferStatus &) {
+  auto e = impl_->Get("GetTransferStatus");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("GetTransferStatus: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::GetTransferStatus(const GetTransferStatusArgs &, std::vector<TransferResult> &) {
+  auto e = impl_->Get("GetTransferStatus");
+  if (e == nullptr) return FAILED;
+  HIXL_LOGE("GetTransferStatus: not implemented yet");
+  return UNSUPPORTED;
+}
+
+Status Hixl::SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis) {
+  auto e = impl_->Get("SendNotify");
+  return e == nullptr ? FAILED : e->SendNotify(Str(remote_engine), notify, timeout_in_millis);
+}
+
+Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) {
+  auto e = impl_->Get("GetNotifies");
+  return e == nullptr ? FAILED : e->GetNotifies(notifies);
+}
+
+Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
+  if (static_cast<int32_t>(feature_type) < 0) {
+    HIXL_LOGE("GetCapability: feature type %d is negative", static_cast<int>(feature_type));
+    return PARAM_INVALID;
+  }
+  switch (feature_type) {
+    case AUTO_CONNECT:
+      value = FEATURE_NOT_SUPPORTED;  // until AutoConnect lands
+      break;
+    case CLIENT_SERVER_COMM:
+      value = FEATURE_SUPPORTED;
+      break;
+    default:
+      value = FEATURE_NOT_SUPPORTED;
+      break;
+  }
+  return SUCCESS;
+}
+
+}  // namespace hixl

@@ -1,0 +1,27 @@
+// log.h: leveled logging to stderr. HIXL_LOG_LEVEL=error|warn|info|debug
+// (default warn) picks what is printed; read once, at first use.
+#pragma once
+
+#include <cstdarg>
+
+namespace hixl {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+// True when messages of `level` are printed.
+bool LogEnabled(LogLevel level);
+void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+}  // namespace hixl
+
+#define HIXL_LOG_(level, ...)                                              \
+  do {                                                                     \
+    if (::hixl::LogEnabled(level)) {                                       \
+      ::hixl::LogPrintf(level, __FILE__, __LINE__, __VA_ARGS__);           \
+    }                                                                      \
+  } while (0)
+#define HIXL_LOGE(...) HIXL_LOG_(::hixl::LogLevel::kError, __VA_ARGS__)
+#define HIXL_LOGW(...) HIXL_LOG_(::hixl::LogLevel::kWarn, __VA_ARGS__)
+#define HIXL_LOGI(...) HIXL_LOG_(::hixl::LogLevel::kInfo, __VA_ARGS__)
+#define HIXL_LOGD(...) HIXL_LOG_(::hixl::LogLevel::kDebug, __VA_ARGS__)

@@ -1,0 +1,38 @@
+#include "engine/notify_inbox.h"
+
+#include "common/log.h"
+
+namespace hixl {
+
+Status NotifyInbox::Push(uint64_t link, std::string name, std::string msg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t &n = unread_[link];
+  if (n >= kMaxUnreadPerLink) {
+    HIXL_LOGW("notify '%s' refused: link %llx already has %zu unread notifies", name.c_str(),
+              static_cast<unsigned long long>(link), n);
+    return NOTIFY_FAILED;
+  }
+  ++n;
+  entries_.push_back({link, std::move(name), std::move(msg)});
+  return SUCCESS;
+}
+
+std::vector<NotifyDesc> NotifyInbox::Drain() {
+  std::vector<Entry> taken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken.swap(entries_);
+    unread_.clear();
+  }
+  std::vector<NotifyDesc> out;
+  out.reserve(taken.size());
+  for (auto &e : taken) {
+    NotifyDesc d;
+    d.name = AscendString(e.name.data(), e.name.size());
+    d.notify_msg = AscendString(e.msg.data(), e.msg.size());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace hixl

@@ -1,0 +1,35 @@
+// notify_inbox.h: notifies received from peers, until GetNotifies takes them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hixl/hixl_types.h"
+
+namespace hixl {
+
+class NotifyInbox {
+ public:
+  // Unread notifies one link may have before further ones are refused.
+  static constexpr size_t kMaxUnreadPerLink = 4096;
+
+  // SUCCESS, or NOTIFY_FAILED when `link` already has kMaxUnreadPerLink unread.
+  Status Push(uint64_t link, std::string name, std::string msg);
+  // Every notify received so far, in arrival order; the inbox forgets them.
+  std::vector<NotifyDesc> Drain();
+
+ private:
+  struct Entry {
+    uint64_t link;
+    std::string name;
+    std::string msg;
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+  std::map<uint64_t, size_t> unread_;
+};
+
+}  // namespace hixl

@@ -1,0 +1,45 @@
+// options.h: the engine's options, parsed and range-checked from the map given
+// to Initialize (docs/API.md lists every key and range).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hixl/hixl_types.h"
+
+namespace hixl {
+
+struct EngineOptions {
+  // BufferPool "N:S": N staging buffers of S MiB each; 0:0 is off.
+  uint32_t buffer_pool_count = 4;
+  uint32_t buffer_pool_mib = 8;
+  bool auto_connect = false;
+  uint32_t rdma_traffic_class = 132;
+  uint32_t rdma_service_level = 4;
+  std::string local_comm_res;
+
+  // GlobalResourceConfig
+  uint32_t connect_pool_threads = 2;
+  uint32_t connect_pool_queue = 128;
+  uint32_t max_channel = 512;
+  bool has_waterlines = false;
+  double high_waterline = 0;
+  double low_waterline = 0;
+  std::vector<std::string> protocols;  // "tcp:host", ...; empty: every transport
+  int32_t listen_port = -1;            // -1: not given
+
+  // [beyond] GlobalResourceConfig fields of this project.
+  uint32_t tcp_streams_per_link = 2;   // data streams per link
+  uint32_t io_threads = 2;             // epoll worker threads per engine
+  uint32_t max_regions = 65536;        // RegisterMem past this: RESOURCE_EXHAUSTED
+
+  bool AllowsProtocol(const std::string &protocol) const;
+};
+
+// Parses `options` into `out`. Returns SUCCESS, PARAM_INVALID or UNSUPPORTED;
+// on failure `why` names the key and the offending value.
+Status ParseEngineOptions(const std::map<std::string, std::string> &options, EngineOptions *out, std::string *why);
+
+}  // namespace hixl

@@ -1,0 +1,164 @@
+#include "memory/registry.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/log.h"
+#include "memory/range_search.h"
+
+namespace hixl {
+namespace {
+
+// One process-wide condition for "a revoked region lost a pin": deregistration
+// is rare, so sharing it costs nothing and keeps Region small.
+std::mutex g_unpin_mu;
+std::condition_variable g_unpin_cv;
+
+}  // namespace
+
+RegionTable::RegionTable(std::vector<std::shared_ptr<Region>> regions) : regions_(std::move(regions)) {
+  std::sort(regions_.begin(), regions_.end(), [](const auto &a, const auto &b) {
+    return a->addr != b->addr ? a->addr < b->addr : a->len < b->len;
+  });
+  max_end_.reserve(regions_.size());
+  uint64_t m = 0;
+  for (const auto &r : regions_) {
+    m = std::max<uint64_t>(m, r->end());
+    max_end_.push_back(m);
+  }
+}
+
+RegionTable::Ref RegionTable::Find(uintptr_t addr, size_t len, Ref hint) const {
+  if (hint != nullptr && (*hint)->Contains(addr, len)) return hint;
+  size_t i = FindContaining(
+      regions_, max_end_, addr, len, [](const std::shared_ptr<Region> &r) { return r->addr; },
+      [](const std::shared_ptr<Region> &r, uint64_t a, uint64_t n) { return r->Contains(a, n); });
+  return i == SIZE_MAX ? nullptr : &regions_[i];
+}
+
+PinSet &PinSet::operator=(PinSet &&other) noexcept {
+  if (this != &other) {
+    Release();
+    pinned_ = std::move(other.pinned_);
+  }
+  return *this;
+}
+
+bool PinSet::Add(const std::shared_ptr<Region> &r) {
+  if (Holds(r.get())) return true;
+  r->pins.fetch_add(1);
+  if (r->revoked.load()) {
+    if (r->pins.fetch_sub(1) == 1) Registry::NotifyUnpinned();
+    return false;
+  }
+  pinned_.push_back(r);
+  return true;
+}
+
+bool PinSet::Holds(const Region *r) const {
+  for (const auto &p : pinned_) {
+    if (p.get() == r) return true;
+  }
+  return false;
+}
+
+bool PinSet::AnyRevoked() const {
+  for (const auto &p : pinned_) {
+    if (p->revoked.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+void PinSet::Release() {
+  for (const auto &p : pinned_) {
+    if (p->pins.fetch_sub(1) == 1 && p->revoked.load()) Registry::NotifyUnpinned();
+  }
+  pinned_.clear();
+}
+
+void Registry::NotifyUnpinned() {
+  std::lock_guard<std::mutex> lock(g_unpin_mu);
+  g_unpin_cv.notify_all();
+}
+
+Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto same = by_range_.find({addr, len});
+  if (same != by_range_.end()) {
+    *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(same->second));
+    return SUCCESS;
+  }
+  if (by_id_.size() >= max_regions_) {
+    HIXL_LOGE("RegisterMem: %zu regions already registered, the engine's cap (max_regions); addr=0x%lx len=%zu",
+              by_id_.size(), static_cast<unsigned long>(addr), len);
+    return RESOURCE_EXHAUSTED;
+  }
+  auto r = std::make_shared<Region>();
+  r->id = next_id_++;
+  r->addr = addr;
+  r->len = len;
+  r->type = type;
+  by_id_[r->id] = r;
+  by_range_[{addr, len}] = r->id;
+  dirty_ = true;
+  *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(r->id));
+  return SUCCESS;
+}
+
+void Registry::Deregister(MemHandle handle) {
+  std::shared_ptr<Region> r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_id_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)));
+    if (it == by_id_.end()) {
+      HIXL_LOGI("DeregisterMem: handle %p is not registered; nothing to do", handle);
+      return;
+    }
+    r = it->second;
+    by_id_.erase(it);
+    by_range_.erase({r->addr, r->len});
+    dirty_ = true;
+    // Revoke under the lock: a later Snapshot cannot hand the region out.
+    r->revoked.store(true);
+  }
+  auto last_log = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(g_unpin_mu);
+  while (r->pins.load() != 0) {
+    // The timed wait also covers an unpin that raced with revoked=true.
+    g_unpin_cv.wait_for(lock, std::chrono::milliseconds(5));
+    if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(1)) {
+      HIXL_LOGW("DeregisterMem: region 0x%lx+%zu still has %ld transfer(s) in flight; waiting",
+                static_cast<unsigned long>(r->addr), r->len, static_cast<long>(r->pins.load()));
+      last_log = std::chrono::steady_clock::now();
+    }
+  }
+}
+
+std::shared_ptr<const RegionTable> Registry::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dirty_) Rebuild();
+  return table_;
+}
+
+std::vector<wire::RegionInfo> Registry::Export() const {
+  auto table = Snapshot();
+  std::vector<wire::RegionInfo> out;
+  out.reserve(table->regions().size());
+  for (const auto &r : table->regions()) out.push_back({r->addr, r->len});
+  return out;
+}
+
+size_t Registry::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_id_.size();
+}
+
+void Registry::Rebuild() const {
+  std::vector<std::shared_ptr<Region>> all;
+  all.reserve(by_id_.size());
+  for (const auto &[id, r] : by_id_) all.push_back(r);
+  table_ = std::make_shared<RegionTable>(std::move(all));
+  dirty_ = false;
+}
+
+}  // namespace hixl

@@ -1,0 +1,103 @@
+// registry.h: the memory regions an engine has registered.
+//
+// Lookups run on every transfer, from caller threads and I/O threads, so they
+// read an immutable snapshot (RegionTable) taken under a short lock; changes
+// build a new snapshot. A region in use is "pinned"; DeregisterMem revokes the
+// region (no new pins succeed) and then waits for the pins to drain.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "hixl/hixl_types.h"
+#include "wire/messages.h"
+
+namespace hixl {
+
+struct Region {
+  uint64_t id = 0;
+  uintptr_t addr = 0;
+  size_t len = 0;
+  MemType type = MEM_HOST;
+  std::atomic<int64_t> pins{0};
+  std::atomic<bool> revoked{false};
+
+  uintptr_t end() const { return addr + len; }
+  bool Contains(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
+};
+
+// An immutable, sorted view of the registered regions.
+class RegionTable {
+ public:
+  explicit RegionTable(std::vector<std::shared_ptr<Region>> regions);
+  // A region that contains [addr, addr+len), or nullptr. `hint`, when given,
+  // is tried first (batches tend to hit one region many times).
+  using Ref = const std::shared_ptr<Region> *;
+  Ref Find(uintptr_t addr, size_t len, Ref hint = nullptr) const;
+  const std::vector<std::shared_ptr<Region>> &regions() const { return regions_; }
+
+ private:
+  std::vector<std::shared_ptr<Region>> regions_;  // by addr, then len
+  std::vector<uint64_t> max_end_;                  // max end over regions_[0..i]
+};
+
+// A set of pinned regions, released on destruction.
+class PinSet {
+ public:
+  PinSet() = default;
+  PinSet(PinSet &&) = default;
+  PinSet &operator=(PinSet &&other) noexcept;
+  PinSet(const PinSet &) = delete;
+  PinSet &operator=(const PinSet &) = delete;
+  ~PinSet() { Release(); }
+
+  // Pins `r` unless already in the set; false when it has been revoked.
+  bool Add(const std::shared_ptr<Region> &r);
+  bool Holds(const Region *r) const;
+  bool AnyRevoked() const;
+  void Release();
+  bool empty() const { return pinned_.empty(); }
+
+ private:
+  std::vector<std::shared_ptr<Region>> pinned_;
+};
+
+class Registry {
+ public:
+  explicit Registry(size_t max_regions) : max_regions_(max_regions) {}
+
+  // SUCCESS (same handle for the same (addr, len)), or RESOURCE_EXHAUSTED.
+  Status Register(uintptr_t addr, size_t len, MemType type, MemHandle *handle);
+  // Revokes the region and waits until nothing has it pinned. Users that
+  // stall while holding a revoked region abort themselves (see TargetStream).
+  // Unknown handles are ignored.
+  void Deregister(MemHandle handle);
+
+  std::shared_ptr<const RegionTable> Snapshot() const;
+  std::vector<wire::RegionInfo> Export() const;
+  size_t size() const;
+
+  // Called by PinSet when a revoked region loses a pin.
+  static void NotifyUnpinned();
+
+ private:
+  void Rebuild() const;  // with mu_ held; only when dirty_
+
+  const size_t max_regions_;
+  mutable std::mutex mu_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::shared_ptr<Region>> by_id_;
+  std::map<std::pair<uintptr_t, size_t>, uint64_t> by_range_;
+  // Rebuilt lazily, at the first Snapshot after a change, so that registering
+  // many regions in a row costs O(n log n) in all rather than per region.
+  mutable bool dirty_ = false;
+  mutable std::shared_ptr<const RegionTable> table_ =
+      std::make_shared<RegionTable>(std::vector<std::shared_ptr<Region>>());
+};
+
+}  // namespace hixl

@@ -1,0 +1,112 @@
+// initiator_stream.h: one TCP stream of a link, on the side that connected.
+//
+// Requests are queued in order and sent pipelined; the target answers them in
+// the same order, so the stream matches each reply to the oldest request.
+// The payload of a WRITE is sent straight from the user's buffers and the
+// payload of a READ reply is received straight into them. All socket I/O
+// happens under the stream's mutex: whoever holds it (an I/O worker, or a
+// caller sending inline) is the only one touching user memory, which is what
+// lets Cancel() promise that nobody touches a request's buffers afterwards.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/completion.h"
+#include "transport/tcp/io_worker.h"
+#include "transport/tcp/iov.h"
+#include "wire/frame.h"
+
+namespace hixl::tcp {
+
+struct Request {
+  wire::MsgType type = wire::MsgType::kPing;
+  uint64_t req_id = 0;
+  uint8_t hdr[wire::kHeaderSize] = {};
+  std::vector<uint8_t> body;     // encoded message body
+  std::vector<iovec> payload;    // WRITE: the user's data to send
+  std::vector<iovec> in;         // READ: where the reply's payload goes
+  uint64_t in_len = 0;
+  std::shared_ptr<Completion> done;
+  // Control replies (regions, notify): gets the reply body on success.
+  std::function<void(std::vector<uint8_t> &&)> on_reply;
+
+  // Stream-private state.
+  std::vector<iovec> out;  // hdr + body + payload
+  IovCursor out_cursor;
+  bool abandoned = false;  // cancelled: reply is read and dropped
+};
+
+class InitiatorStream : public Pollable, public std::enable_shared_from_this<InitiatorStream> {
+ public:
+  InitiatorStream(int fd, IoWorker *worker, std::string name);
+  ~InitiatorStream() override;
+
+  int fd() const override { return polled_fd_.load(); }
+  void OnEvents(uint32_t events) override;
+  void OnShutdown() override;
+
+  // Queues `reqs` in order and starts sending (inline when the stream was
+  // idle). Never blocks on the wire. Returns false, leaving `reqs` as they
+  // are, when the stream is closed.
+  bool Submit(std::vector<std::unique_ptr<Request>> *reqs);
+  // After it returns, no request of `c` is sent or received into user memory
+  // any more. A WRITE cut in the middle of its payload closes the stream.
+  void Cancel(const Completion *c);
+  // Fails every queued request with FAILED and closes the socket.
+  void Close(const char *why);
+  bool closed() const { return closed_.load(); }
+  size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  const std::string &name() const { return name_; }
+
+ private:
+  struct Finished {
+    std::unique_ptr<Request> req;
+    Status status;
+    std::vector<uint8_t> body;
+  };
+  using FinishedList = std::vector<Finished>;
+
+  void SendLocked(FinishedList *fin);
+  void RecvLocked(FinishedList *fin);
+  bool OnHeaderLocked(FinishedList *fin);  // false: protocol error (stream closed)
+  void FinishFrontLocked(FinishedList *fin);
+  void CloseLocked(const std::string &why, FinishedList *fin);
+  void SetOutLocked(bool on);
+  static void Complete(FinishedList *fin);
+
+  std::mutex mu_;
+  int fd_;                       // under mu_
+  std::atomic<int> polled_fd_;   // fd_ as seen by the worker, without mu_
+  IoWorker *worker_;
+  const std::string name_;
+  std::atomic<bool> closed_{false};
+  std::atomic<size_t> queued_{0};
+  std::deque<std::unique_ptr<Request>> q_;
+  size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
+  uint64_t next_id_ = 1;
+  bool out_armed_ = false;
+
+  enum class Rx { kHeader, kBody, kPayload, kDiscard };
+  Rx rx_ = Rx::kHeader;
+  RxBuffer rxbuf_;
+  wire::FrameHeader cur_;
+  std::vector<uint8_t> body_;
+  std::vector<iovec> body_iov_;
+  IovCursor part_;
+  size_t part_left_ = 0;
+};
+
+// Builds a request; the stream assigns its id and header at Submit.
+std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> body,
+                                     std::shared_ptr<Completion> done);
+
+}  // namespace hixl::tcp

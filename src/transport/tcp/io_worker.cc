@@ -1,0 +1,158 @@
+#include "transport/tcp/io_worker.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace hixl::tcp {
+
+IoWorker::IoWorker(std::string name) : name_(std::move(name)) {}
+
+IoWorker::~IoWorker() {
+  Stop();
+  if (epfd_ >= 0) close(epfd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+bool IoWorker::Start() {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epfd_ < 0 || wake_fd_ < 0) {
+    HIXL_LOGE("%s: epoll_create1/eventfd failed: %s", name_.c_str(), std::strerror(errno));
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // nullptr marks the wake-up eventfd
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    HIXL_LOGE("%s: epoll_ctl(eventfd) failed: %s", name_.c_str(), std::strerror(errno));
+    return false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return true;
+}
+
+void IoWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  stop_.store(true);
+  if (thread_.joinable()) {
+    Wake();
+    thread_.join();
+  }
+}
+
+void IoWorker::Add(std::shared_ptr<Pollable> p, uint32_t events) {
+  // Register with epoll at once, from this thread, so that the pollable can
+  // Modify its interest right away; the posted task only takes ownership.
+  // Until it runs, the task's copy of `p` keeps the object alive.
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = p.get();
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, p->fd(), &ev) != 0) {
+    HIXL_LOGE("%s: epoll_ctl(ADD fd=%d) failed: %s", name_.c_str(), p->fd(), std::strerror(errno));
+    Post([p] { p->OnShutdown(); });
+    return;
+  }
+  load_.fetch_add(1, std::memory_order_relaxed);
+  Post([this, p = std::move(p)]() mutable { owned_[p.get()] = std::move(p); });
+}
+
+void IoWorker::Remove(Pollable *p) {
+  Post([this, p] {
+    if (owned_.erase(p) != 0) load_.fetch_sub(1, std::memory_order_relaxed);
+  });
+}
+
+bool IoWorker::Modify(Pollable *p, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = p;
+  return epoll_ctl(epfd_, EPOLL_CTL_MOD, p->fd(), &ev) == 0;
+}
+
+void IoWorker::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ && !OnWorkerThread()) {
+      // The loop is gone or going: run shutdown-style cleanup here instead of
+      // leaking. Only Add posts work that owns resources.
+      fn = nullptr;
+    } else {
+      posted_.push_back(std::move(fn));
+    }
+  }
+  Wake();
+}
+
+void IoWorker::Wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;  // EAGAIN means a wake-up is already pending
+}
+
+void IoWorker::RunPosted() {
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks.swap(posted_);
+  }
+  for (auto &t : tasks) {
+    if (t) t();
+  }
+}
+
+void IoWorker::Loop() {
+  constexpr int kMaxEvents = 64;
+  epoll_event events[kMaxEvents];
+  auto next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (!stop_.load()) {
+    int n = epoll_wait(epfd_, events, kMaxEvents, 100);
+    if (n < 0 && errno != EINTR) {
+      HIXL_LOGE("%s: epoll_wait failed: %s", name_.c_str(), std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      auto *p = static_cast<Pollable *>(events[i].data.ptr);
+      if (p == nullptr) {
+        uint64_t v;
+        ssize_t r = read(wake_fd_, &v, sizeof(v));
+        (void)r;
+        continue;
+      }
+      // Removal is posted, so `p` stays alive through this batch.
+      p->OnEvents(events[i].events);
+    }
+    RunPosted();
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_tick) {
+      next_tick = now + std::chrono::milliseconds(100);
+      for (auto &[raw, p] : owned_) p->OnTick(now);
+      RunPosted();
+    }
+  }
+  RunPosted();
+  for (auto &[raw, p] : owned_) p->OnShutdown();
+  owned_.clear();
+  load_.store(0);
+}
+
+IoWorker *PickWorker(const std::vector<std::unique_ptr<IoWorker>> &workers) {
+  static std::atomic<size_t> rr{0};
+  size_t start = rr.fetch_add(1, std::memory_order_relaxed);
+  IoWorker *best = nullptr;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    IoWorker *w = workers[(start + i) % workers.size()].get();
+    if (best == nullptr || w->load() < best->load()) best = w;
+  }
+  return best;
+}
+
+}  // namespace hixl::tcp

@@ -1,0 +1,76 @@
+// io_worker.h: one epoll loop on its own thread. An engine runs a fixed
+// number of these; every socket of the engine belongs to exactly one.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hixl::tcp {
+
+class IoWorker;
+
+// Something with a file descriptor that an IoWorker drives.
+class Pollable {
+ public:
+  virtual ~Pollable() = default;
+  virtual int fd() const = 0;
+  // Called on the worker thread with the epoll events that fired.
+  virtual void OnEvents(uint32_t events) = 0;
+  // Called on the worker thread about every 100 ms.
+  virtual void OnTick(std::chrono::steady_clock::time_point now) { (void)now; }
+  // Called on the worker thread when the worker stops: close, fail, release.
+  virtual void OnShutdown() = 0;
+};
+
+class IoWorker {
+ public:
+  explicit IoWorker(std::string name);
+  ~IoWorker();
+  IoWorker(const IoWorker &) = delete;
+  IoWorker &operator=(const IoWorker &) = delete;
+
+  bool Start();
+  // Shuts every pollable down and joins the thread. Idempotent.
+  void Stop();
+
+  // Thread-safe. The worker keeps `p` alive until Remove.
+  void Add(std::shared_ptr<Pollable> p, uint32_t events);
+  // Thread-safe; the pollable must have closed (or will close) its fd itself.
+  void Remove(Pollable *p);
+  // Thread-safe: epoll_ctl MOD.
+  bool Modify(Pollable *p, uint32_t events);
+  // Runs `fn` on the worker thread, soon. Dropped once the worker stopped.
+  void Post(std::function<void()> fn);
+  bool OnWorkerThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  size_t load() const { return load_.load(std::memory_order_relaxed); }
+
+ private:
+  void Loop();
+  void Wake();
+  void RunPosted();
+
+  const std::string name_;
+  int epfd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> load_{0};
+  std::mutex mu_;
+  bool stopped_ = false;
+  std::vector<std::function<void()>> posted_;
+  std::map<Pollable *, std::shared_ptr<Pollable>> owned_;  // worker thread only
+};
+
+// Round-robin over the least loaded of a fixed set of workers.
+IoWorker *PickWorker(const std::vector<std::unique_ptr<IoWorker>> &workers);
+
+}  // namespace hixl::tcp

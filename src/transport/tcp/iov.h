@@ -1,0 +1,109 @@
+// iov.h: scatter/gather helpers for the TCP streams: a cursor that walks a
+// list of iovecs, and a small receive buffer that lets one recv() pick up
+// several small frames while large payloads go straight to their destination.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hixl::tcp {
+
+// At most this many iovecs per sendmsg/recvmsg (Linux's UIO_MAXIOV).
+constexpr size_t kMaxIov = 1024;
+
+class IovCursor {
+ public:
+  IovCursor() = default;
+  explicit IovCursor(const std::vector<iovec> *v) { Reset(v); }
+  void Reset(const std::vector<iovec> *v);
+  bool done() const { return left_ == 0; }
+  size_t left() const { return left_; }
+  bool started() const { return left_ != total_; }
+  // Writes up to max_iov iovecs covering what is left; returns how many.
+  size_t Gather(iovec *out, size_t max_iov) const;
+  void Advance(size_t bytes);
+
+ private:
+  const std::vector<iovec> *v_ = nullptr;
+  size_t idx_ = 0;
+  size_t off_ = 0;
+  size_t left_ = 0;
+  size_t total_ = 0;
+};
+
+// Sums iov_len; saturates instead of wrapping.
+size_t IovBytes(const std::vector<iovec> &v);
+
+// Result of a non-blocking read or write step.
+enum class IoResult { kProgress, kWouldBlock, kEof, kError };
+
+class RxBuffer {
+ public:
+  // recv() into the free space. kEof on orderly close; errno kept on kError.
+  IoResult Fill(int fd);
+  const uint8_t *data() const { return buf_.data() + head_; }
+  size_t size() const { return tail_ - head_; }
+  void Consume(size_t n);
+  // Copies up to `max` buffered bytes into `dst`, advancing both.
+  size_t TakeInto(IovCursor *dst, size_t max);
+
+ private:
+  std::array<uint8_t, 16384> buf_{};
+  size_t head_ = 0;
+  size_t tail_ = 0;
+};
+
+// Reads `*left` more bytes of a frame part into `dst`, first from `rx`, then
+// with recvmsg straight into the destination (large parts) or through `rx`
+// (small ones, so that the next header comes in the same syscall). Stops at
+// EAGAIN. Returns kProgress once *left reaches 0.
+IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left);
+// Like ReadPart, but drops the bytes (a refused or cancelled payload).
+IoResult SkipPart(int fd, RxBuffer *rx, size_t *left);
+
+// Sends what the socket takes from the cursors cursor_at(0..n-1), in order,
+// gathering up to kMaxIov pieces per sendmsg. Returns kProgress when all were
+// sent, kWouldBlock when the socket is full, kError (errno kept) otherwise.
+template <typename CursorAt>
+IoResult SendCursors(int fd, size_t n, CursorAt cursor_at) {
+  size_t first = 0;  // cursors before this one are done
+  while (first < n) {
+    iovec iov[kMaxIov];
+    size_t k = 0;
+    size_t bytes = 0;
+    for (size_t i = first; i < n && k < kMaxIov; ++i) {
+      size_t m = cursor_at(i)->Gather(iov + k, kMaxIov - k);
+      for (size_t j = k; j < k + m; ++j) bytes += iov[j].iov_len;
+      k += m;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = k;
+    ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? IoResult::kWouldBlock : IoResult::kError;
+    }
+    auto left = static_cast<size_t>(sent);
+    while (left > 0) {
+      IovCursor *c = cursor_at(first);
+      size_t step = std::min(left, c->left());
+      c->Advance(step);
+      left -= step;
+      if (c->done()) ++first;
+    }
+    while (first < n && cursor_at(first)->done()) ++first;
+    if (static_cast<size_t>(sent) < bytes) return IoResult::kWouldBlock;  // socket buffer full
+  }
+  return IoResult::kProgress;
+}
+
+}  // namespace hixl::tcp

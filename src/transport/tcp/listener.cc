@@ -1,0 +1,44 @@
+#include "transport/tcp/listener.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "transport/tcp/socket.h"
+#include "transport/tcp/target_stream.h"
+
+namespace hixl::tcp {
+
+Listener::Listener(int fd, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx)
+    : fd_(fd), workers_(workers), ctx_(ctx) {}
+
+Listener::~Listener() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void Listener::OnEvents(uint32_t) {
+  for (int i = 0; i < 64 && fd_ >= 0; ++i) {
+    int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) HIXL_LOGE("accept failed: %s", std::strerror(errno));
+      return;
+    }
+    TuneSocket(fd);
+    std::string peer = PeerName(fd);
+    HIXL_LOGD("accepted a stream from %s", peer.c_str());
+    IoWorker *w = PickWorker(*workers_);
+    w->Add(std::make_shared<TargetStream>(fd, w, ctx_, peer), EPOLLIN);
+  }
+}
+
+void Listener::OnShutdown() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace hixl::tcp

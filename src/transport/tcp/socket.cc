@@ -1,0 +1,177 @@
+#include "transport/tcp/socket.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hixl::tcp {
+namespace {
+
+std::string Errno(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// Waits for `events` on fd until the deadline: SUCCESS, TIMEOUT or FAILED.
+Status WaitFd(int fd, short events, Deadline deadline, std::string *why) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int ms = deadline.RemainingMillis();
+    int n = poll(&p, 1, ms);
+    if (n > 0) return SUCCESS;
+    if (n == 0) {
+      *why = "timed out";
+      return TIMEOUT;
+    }
+    if (errno != EINTR) {
+      *why = Errno("poll");
+      return FAILED;
+    }
+  }
+}
+
+}  // namespace
+
+void TuneSocket(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+int ListenTcp(const EngineAddress &addr, std::string *why) {
+  int fd = socket(addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *why = Errno("socket");
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (addr.family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  sockaddr_storage ss{};
+  socklen_t len = addr.ToSockaddr(&ss);
+  if (bind(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+    *why = Errno(("bind " + addr.ToString()).c_str());
+    close(fd);
+    return -1;
+  }
+  if (listen(fd, 1024) != 0) {
+    *why = Errno("listen");
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool IsLocalIp(const EngineAddress &addr, std::string *why) {
+  EngineAddress probe = addr;
+  probe.port = 0;
+  int fd = socket(addr.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *why = Errno("socket");
+    return false;
+  }
+  sockaddr_storage ss{};
+  socklen_t len = probe.ToSockaddr(&ss);
+  bool ok = bind(fd, reinterpret_cast<sockaddr *>(&ss), len) == 0;
+  if (!ok) *why = Errno(("bind " + addr.ip).c_str());
+  close(fd);
+  return ok;
+}
+
+Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::string *why) {
+  int fd = socket(remote.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *why = Errno("socket");
+    return FAILED;
+  }
+  sockaddr_storage ss{};
+  socklen_t len = remote.ToSockaddr(&ss);
+  if (connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+    if (errno != EINPROGRESS) {
+      *why = Errno("connect");
+      close(fd);
+      return FAILED;
+    }
+    Status s = WaitFd(fd, POLLOUT, deadline, why);
+    if (s != SUCCESS) {
+      if (s == TIMEOUT) *why = "connect timed out";
+      close(fd);
+      return s;
+    }
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+    if (err != 0) {
+      *why = std::string("connect: ") + std::strerror(err);
+      close(fd);
+      return FAILED;
+    }
+  }
+  TuneSocket(fd);
+  *out = fd;
+  return SUCCESS;
+}
+
+Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why) {
+  auto *p = static_cast<const uint8_t *>(data);
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      Status s = WaitFd(fd, POLLOUT, deadline, why);
+      if (s != SUCCESS) return s;
+      continue;
+    }
+    *why = Errno("send");
+    return FAILED;
+  }
+  return SUCCESS;
+}
+
+Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why) {
+  auto *p = static_cast<uint8_t *>(data);
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      *why = "peer closed the connection";
+      return FAILED;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      Status s = WaitFd(fd, POLLIN, deadline, why);
+      if (s != SUCCESS) return s;
+      continue;
+    }
+    *why = Errno("recv");
+    return FAILED;
+  }
+  return SUCCESS;
+}
+
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  EngineAddress a;
+  if (getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0 ||
+      !SockaddrToAddress(reinterpret_cast<sockaddr *>(&ss), &a)) {
+    return "?";
+  }
+  return a.ToString();
+}
+
+}  // namespace hixl::tcp

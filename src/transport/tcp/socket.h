@@ -1,0 +1,27 @@
+// socket.h: TCP socket set-up, with deadlines for every blocking step.
+#pragma once
+
+#include <string>
+
+#include "common/address.h"
+#include "common/deadline.h"
+#include "hixl/hixl_types.h"
+
+namespace hixl::tcp {
+
+// A non-blocking listening socket bound to `addr`; -1 and `why` on failure.
+int ListenTcp(const EngineAddress &addr, std::string *why);
+// True when `addr`'s IP belongs to this host (it can be bound).
+bool IsLocalIp(const EngineAddress &addr, std::string *why);
+// Connects to `remote` before `deadline`. SUCCESS with a non-blocking,
+// TCP_NODELAY socket in *fd; TIMEOUT; or FAILED with the reason in `why`.
+Status DialTcp(const EngineAddress &remote, Deadline deadline, int *fd, std::string *why);
+// Non-blocking socket I/O of exactly `len` bytes before `deadline`.
+Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why);
+Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why);
+// Options every data socket gets: TCP_NODELAY, non-blocking, close-on-exec.
+void TuneSocket(int fd);
+// "ip:port" of the far end of a socket, for logs.
+std::string PeerName(int fd);
+
+}  // namespace hixl::tcp

@@ -1,0 +1,26 @@
+// target_context.h: what a target-side stream needs from its engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hixl/hixl_types.h"
+#include "memory/registry.h"
+#include "wire/messages.h"
+
+namespace hixl::tcp {
+
+class TargetContext {
+ public:
+  virtual ~TargetContext() = default;
+  // The regions peers may read and write, as of now.
+  virtual std::shared_ptr<const RegionTable> Regions() = 0;
+  virtual std::vector<wire::RegionInfo> ExportRegions() = 0;
+  // Judges a HELLO: SUCCESS and a filled `ack`, or a refusal with ack->reason.
+  virtual Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) = 0;
+  // A notify arrived on link `link_key`: SUCCESS or NOTIFY_FAILED.
+  virtual Status OnNotify(uint64_t link_key, wire::Notify &&notify) = 0;
+};
+
+}  // namespace hixl::tcp

@@ -1,0 +1,340 @@
+#include "transport/tcp/target_stream.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace hixl::tcp {
+namespace {
+
+// Replies queued beyond this stop the stream from reading more requests, so
+// that a peer which sends READs and never reads replies cannot pin memory
+// without bound.
+constexpr size_t kMaxQueuedReplies = 64;
+constexpr uint32_t kMaxHelloBody = 4096;
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Largest body each request type may carry.
+uint32_t MaxBody(wire::MsgType t) {
+  switch (t) {
+    case wire::MsgType::kHello: return kMaxHelloBody;
+    case wire::MsgType::kWriteReq:
+    case wire::MsgType::kReadReq: return static_cast<uint32_t>(wire::SegmentsBodySize(wire::kMaxSegmentsPerFrame));
+    case wire::MsgType::kNotifyReq: return static_cast<uint32_t>(8 + 2 * wire::kMaxNotifyField);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer)
+    : fd_(fd), worker_(worker), ctx_(ctx), peer_(std::move(peer)), who_(peer_) {
+  created_ = last_progress_ = std::chrono::steady_clock::now();
+  interest_ = EPOLLIN;
+}
+
+TargetStream::~TargetStream() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void TargetStream::OnEvents(uint32_t events) {
+  if (fd_ < 0) return;
+  if (events & EPOLLOUT) Send();
+  if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) Recv();
+  if (fd_ >= 0) UpdateInterest();
+}
+
+void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
+  if (fd_ < 0) return;
+  if (!hello_done_ && now - created_ > kHandshakeTimeout) {
+    CloseStream("no handshake within 10 s", true);
+    return;
+  }
+  bool holds_revoked = payload_pins_.AnyRevoked();
+  for (const auto &r : tx_) holds_revoked = holds_revoked || r->pins.AnyRevoked();
+  if (holds_revoked && now - last_progress_ > kRevokeStall) {
+    CloseStream("stalled while holding a region that is being deregistered", true);
+  }
+}
+
+void TargetStream::OnShutdown() { CloseStream("engine is finalizing", false); }
+
+void TargetStream::CloseStream(const std::string &why, bool error) {
+  if (fd_ < 0) return;
+  if (error) {
+    HIXL_LOGE("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
+  } else {
+    HIXL_LOGI("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
+  }
+  tx_.clear();
+  payload_pins_.Release();
+  close(fd_);  // also leaves the worker's epoll set
+  fd_ = -1;
+  worker_->Remove(this);
+}
+
+void TargetStream::UpdateInterest() {
+  uint32_t want = 0;
+  if (!close_after_flush_ && tx_.size() < kMaxQueuedReplies) want |= EPOLLIN;
+  if (!tx_.empty()) want |= EPOLLOUT;
+  if (want != interest_ && worker_->Modify(this, want)) interest_ = want;
+}
+
+void TargetStream::Send() {
+  if (tx_.empty()) return;
+  IoResult r = SendCursors(fd_, tx_.size(), [this](size_t i) { return &tx_[i]->cursor; });
+  bool progressed = false;
+  while (!tx_.empty() && tx_.front()->cursor.done()) {
+    tx_.pop_front();  // releases the pins of a READ reply
+    progressed = true;
+  }
+  if (progressed) last_progress_ = std::chrono::steady_clock::now();
+  if (r == IoResult::kError) {
+    CloseStream(std::string("send failed: ") + std::strerror(errno), true);
+    return;
+  }
+  if (tx_.empty() && close_after_flush_) CloseStream("handshake refused", false);
+}
+
+void TargetStream::QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body,
+                              std::vector<iovec> payload, PinSet pins) {
+  auto r = std::make_unique<Reply>();
+  wire::FrameHeader h;
+  h.type = type;
+  h.status = status;
+  h.req_id = cur_.req_id;
+  h.body_len = static_cast<uint32_t>(body.size());
+  h.payload_len = IovBytes(payload);
+  wire::EncodeHeader(h, r->hdr);
+  r->body = std::move(body);
+  r->out.reserve(2 + payload.size());
+  r->out.push_back({r->hdr, wire::kHeaderSize});
+  if (!r->body.empty()) r->out.push_back({r->body.data(), r->body.size()});
+  r->out.insert(r->out.end(), payload.begin(), payload.end());
+  r->cursor.Reset(&r->out);
+  r->pins = std::move(pins);
+  tx_.push_back(std::move(r));
+}
+
+void TargetStream::Recv() {
+  for (;;) {
+    if (fd_ < 0 || close_after_flush_) return;
+    // Backpressure: stop taking requests while replies pile up.
+    if (rx_ == Rx::kHeader && tx_.size() >= kMaxQueuedReplies) return;
+    IoResult r = IoResult::kProgress;
+    switch (rx_) {
+      case Rx::kHeader:
+        if (rxbuf_.size() >= wire::kHeaderSize) {
+          if (!OnHeader()) return;
+          continue;
+        }
+        r = rxbuf_.Fill(fd_);
+        break;
+      case Rx::kBody:
+        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
+        if (r == IoResult::kProgress && part_left_ == 0 && !OnRequest()) return;
+        break;
+      case Rx::kPayload:
+        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
+        if (r == IoResult::kProgress && part_left_ == 0) {
+          payload_pins_.Release();
+          QueueReply(wire::MsgType::kWriteAck, SUCCESS);
+          rx_ = Rx::kHeader;
+        }
+        break;
+      case Rx::kDiscard:
+        r = SkipPart(fd_, &rxbuf_, &part_left_);
+        if (r == IoResult::kProgress && part_left_ == 0) {
+          QueueReply(wire::MsgType::kWriteAck, write_status_);
+          rx_ = Rx::kHeader;
+        }
+        break;
+    }
+    if (r == IoResult::kProgress) last_progress_ = std::chrono::steady_clock::now();
+    if (r == IoResult::kWouldBlock) break;
+    if (r == IoResult::kEof) {
+      bool mid_frame = rx_ != Rx::kHeader || rxbuf_.size() > 0;
+      CloseStream(mid_frame ? "peer closed the stream mid-frame" : "peer closed the stream", mid_frame);
+      return;
+    }
+    if (r == IoResult::kError) {
+      CloseStream(std::string("receive failed: ") + std::strerror(errno), true);
+      return;
+    }
+  }
+  if (!tx_.empty()) Send();
+}
+
+bool TargetStream::OnHeader() {
+  wire::HeaderError err = wire::DecodeHeader(rxbuf_.data(), &cur_);
+  rxbuf_.Consume(wire::kHeaderSize);
+  if (err == wire::HeaderError::kBadVersion && !hello_done_) {
+    // Tell the peer which version we speak, then hang up.
+    wire::HelloAck ack;
+    ack.reason = "protocol version " + std::to_string(cur_.version) + " is not supported; this engine speaks " +
+                 std::to_string(wire::kVersion);
+    HIXL_LOGE("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
+    std::vector<uint8_t> body;
+    wire::EncodeHelloAck(ack, &body);
+    QueueReply(wire::MsgType::kHelloAck, FAILED, std::move(body));
+    close_after_flush_ = true;
+    Send();
+    return false;
+  }
+  std::string bad;
+  if (err != wire::HeaderError::kOk) {
+    bad = wire::HeaderErrorName(err);
+  } else if (!wire::IsRequest(cur_.type)) {
+    bad = std::string(wire::MsgTypeName(cur_.type)) + " is not a request";
+  } else if ((cur_.type == wire::MsgType::kHello) == hello_done_) {
+    bad = hello_done_ ? "second HELLO" : std::string(wire::MsgTypeName(cur_.type)) + " before HELLO";
+  } else if (cur_.body_len > MaxBody(cur_.type)) {
+    bad = std::string(wire::MsgTypeName(cur_.type)) + " body of " + std::to_string(cur_.body_len) +
+          " bytes exceeds " + std::to_string(MaxBody(cur_.type));
+  } else if (cur_.payload_len != 0 && cur_.type != wire::MsgType::kWriteReq) {
+    bad = std::string(wire::MsgTypeName(cur_.type)) + " carries a payload";
+  }
+  if (!bad.empty()) {
+    CloseStream("protocol error: " + bad, true);
+    return false;
+  }
+  if (cur_.type == wire::MsgType::kBye) {
+    CloseStream("peer said goodbye", false);
+    return false;
+  }
+  body_.resize(cur_.body_len);
+  body_iov_.assign(1, iovec{body_.data(), body_.size()});
+  part_.Reset(&body_iov_);
+  part_left_ = cur_.body_len;
+  rx_ = Rx::kBody;
+  return part_left_ > 0 || OnRequest();
+}
+
+bool TargetStream::OnRequest() {
+  rx_ = Rx::kHeader;
+  switch (cur_.type) {
+    case wire::MsgType::kHello:
+      return OnHello();
+    case wire::MsgType::kWriteReq: {
+      uint64_t total = 0;
+      if (!wire::DecodeSegments(body_.data(), body_.size(), &segs_, &total) || total != cur_.payload_len) {
+        CloseStream("protocol error: malformed WRITE segment list (or payload " + std::to_string(cur_.payload_len) +
+                        " != segment total " + std::to_string(total) + ")",
+                    true);
+        return false;
+      }
+      payload_pins_.Release();
+      if (Resolve("WRITE", &payload_iov_, &payload_pins_)) {
+        part_.Reset(&payload_iov_);
+        rx_ = Rx::kPayload;
+      } else {
+        write_status_ = PARAM_INVALID;
+        rx_ = Rx::kDiscard;
+      }
+      part_left_ = cur_.payload_len;
+      return true;
+    }
+    case wire::MsgType::kReadReq: {
+      uint64_t total = 0;
+      if (!wire::DecodeSegments(body_.data(), body_.size(), &segs_, &total)) {
+        CloseStream("protocol error: malformed READ segment list", true);
+        return false;
+      }
+      std::vector<iovec> iov;
+      PinSet pins;
+      if (Resolve("READ", &iov, &pins)) {
+        QueueReply(wire::MsgType::kReadResp, SUCCESS, {}, std::move(iov), std::move(pins));
+      } else {
+        QueueReply(wire::MsgType::kReadResp, PARAM_INVALID);
+      }
+      return true;
+    }
+    case wire::MsgType::kNotifyReq: {
+      wire::Notify n;
+      if (!wire::DecodeNotify(body_.data(), body_.size(), &n)) {
+        CloseStream("protocol error: malformed NOTIFY", true);
+        return false;
+      }
+      QueueReply(wire::MsgType::kNotifyAck, ctx_->OnNotify(link_key_, std::move(n)));
+      return true;
+    }
+    case wire::MsgType::kRegionsReq: {
+      std::vector<uint8_t> body;
+      wire::EncodeRegions(ctx_->ExportRegions(), &body);
+      QueueReply(wire::MsgType::kRegionsResp, SUCCESS, std::move(body));
+      return true;
+    }
+    case wire::MsgType::kPing:
+      QueueReply(wire::MsgType::kPong, SUCCESS);
+      return true;
+    default:
+      CloseStream(std::string("protocol error: unexpected ") + wire::MsgTypeName(cur_.type), true);
+      return false;
+  }
+}
+
+bool TargetStream::OnHello() {
+  wire::Hello hello;
+  wire::HelloAck ack;
+  Status s = FAILED;
+  if (!wire::DecodeHello(body_.data(), body_.size(), &hello)) {
+    ack.reason = "malformed HELLO";
+  } else {
+    who_ = hello.initiator + " (" + peer_ + ")";
+    s = ctx_->OnHello(hello, &ack);
+  }
+  std::vector<uint8_t> body;
+  wire::EncodeHelloAck(ack, &body);
+  QueueReply(wire::MsgType::kHelloAck, s, std::move(body));
+  if (s != SUCCESS) {
+    HIXL_LOGE("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
+    close_after_flush_ = true;
+    Send();
+    return false;
+  }
+  hello_done_ = true;
+  link_key_ = hello.link_nonce;
+  HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,
+            static_cast<unsigned>(hello.stream_count), Hex(hello.link_nonce).c_str());
+  return true;
+}
+
+bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins) {
+  auto table = ctx_->Regions();
+  iov->clear();
+  iov->reserve(segs_.size());
+  RegionTable::Ref hint = nullptr;
+  for (size_t i = 0; i < segs_.size(); ++i) {
+    const wire::Segment &s = segs_[i];
+    RegionTable::Ref r = table->Find(s.addr, s.len, hint);
+    if (r == nullptr || (r != hint && !pins->Add(*r))) {
+      HIXL_LOGE("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is outside every registered region; "
+                "refusing the request",
+                who_.c_str(), op, i, segs_.size(), Hex(s.addr).c_str(), static_cast<unsigned long long>(s.len));
+      pins->Release();
+      iov->clear();
+      return false;
+    }
+    hint = r;
+    // Adjacent segments collapse into one iovec: fewer, longer copies.
+    auto *base = reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(s.addr));
+    if (!iov->empty() && static_cast<uint8_t *>(iov->back().iov_base) + iov->back().iov_len == base) {
+      iov->back().iov_len += s.len;
+    } else {
+      iov->push_back({base, s.len});
+    }
+  }
+  return true;
+}
+
+}  // namespace hixl::tcp

@@ -1,0 +1,92 @@
+// target_stream.h: one TCP stream on the side that accepted it. It serves
+// the initiator's requests one at a time, in order, without any call from the
+// user: READ from and WRITE into registered memory, after checking every
+// segment against the registry and before a byte moves.
+//
+// Everything a peer sends is hostile until checked: a malformed frame closes
+// this stream and nothing else.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memory/registry.h"
+#include "transport/tcp/io_worker.h"
+#include "transport/tcp/iov.h"
+#include "transport/tcp/target_context.h"
+#include "wire/frame.h"
+#include "wire/messages.h"
+
+namespace hixl::tcp {
+
+class TargetStream : public Pollable {
+ public:
+  TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer);
+  ~TargetStream() override;
+
+  int fd() const override { return fd_; }
+  void OnEvents(uint32_t events) override;
+  void OnTick(std::chrono::steady_clock::time_point now) override;
+  void OnShutdown() override;
+
+  // A stream that has not completed its handshake by then is dropped.
+  static constexpr std::chrono::seconds kHandshakeTimeout{10};
+  // A stream that holds a region being deregistered and makes no progress
+  // for this long is closed, so that DeregisterMem does not wait forever.
+  static constexpr std::chrono::milliseconds kRevokeStall{500};
+
+ private:
+  struct Reply {
+    uint8_t hdr[wire::kHeaderSize] = {};
+    std::vector<uint8_t> body;
+    std::vector<iovec> out;
+    IovCursor cursor;
+    PinSet pins;  // regions a READ reply sends from
+  };
+
+  void Recv();
+  bool OnHeader();                   // false: closed
+  bool OnRequest();                  // body complete; false: closed
+  bool OnHello();
+  bool Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins);
+  void QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body = {},
+                  std::vector<iovec> payload = {}, PinSet pins = PinSet());
+  void Send();
+  void UpdateInterest();
+  void CloseStream(const std::string &why, bool error);
+
+  int fd_;
+  IoWorker *worker_;
+  TargetContext *ctx_;
+  const std::string peer_;
+  std::string who_;  // peer_ plus the engine name once known, for logs
+  uint64_t link_key_ = 0;
+  bool hello_done_ = false;
+  bool close_after_flush_ = false;
+  uint32_t interest_ = 0;
+  std::chrono::steady_clock::time_point created_;
+  std::chrono::steady_clock::time_point last_progress_;
+
+  enum class Rx { kHeader, kBody, kPayload, kDiscard };
+  Rx rx_ = Rx::kHeader;
+  RxBuffer rxbuf_;
+  wire::FrameHeader cur_;
+  std::vector<uint8_t> body_;
+  std::vector<iovec> body_iov_;
+  IovCursor part_;
+  size_t part_left_ = 0;
+  uint32_t write_status_ = 0;     // of the WRITE being received
+  std::vector<wire::Segment> segs_;
+  std::vector<iovec> payload_iov_;
+  PinSet payload_pins_;           // regions the current WRITE lands in
+
+  std::deque<std::unique_ptr<Reply>> tx_;
+};
+
+}  // namespace hixl::tcp

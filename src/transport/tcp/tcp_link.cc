@@ -1,0 +1,200 @@
+#include "transport/tcp/tcp_link.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "common/log.h"
+#include "transport/tcp/socket.h"
+#include "wire/frame.h"
+
+namespace hixl::tcp {
+namespace {
+
+// Frames carry at most this much data and this many segments: big batches
+// still spread over every stream, and one frame never monopolises a stream.
+constexpr size_t kMaxFrameBytes = 4u << 20;
+constexpr size_t kMinFrameBytes = 256u << 10;
+constexpr size_t kMaxFrameSegments = 8192;
+
+uint64_t RandomNonce() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// Runs HELLO / HELLO_ACK on a fresh socket.
+Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::HelloAck *ack, std::string *why) {
+  std::vector<uint8_t> body;
+  wire::EncodeHello(hello, &body);
+  wire::FrameHeader h;
+  h.type = wire::MsgType::kHello;
+  h.req_id = 0;
+  h.body_len = static_cast<uint32_t>(body.size());
+  std::vector<uint8_t> frame(wire::kHeaderSize);
+  wire::EncodeHeader(h, frame.data());
+  frame.insert(frame.end(), body.begin(), body.end());
+  Status s = SendAll(fd, frame.data(), frame.size(), deadline, why);
+  if (s != SUCCESS) return s;
+
+  uint8_t raw[wire::kHeaderSize];
+  s = RecvAll(fd, raw, sizeof(raw), deadline, why);
+  if (s != SUCCESS) return s;
+  wire::FrameHeader reply;
+  wire::HeaderError err = wire::DecodeHeader(raw, &reply);
+  if (err == wire::HeaderError::kBadVersion) {
+    *why = "protocol version mismatch: peer speaks version " + std::to_string(reply.version) + ", we speak " +
+           std::to_string(wire::kVersion);
+    return FAILED;
+  }
+  if (err != wire::HeaderError::kOk || reply.type != wire::MsgType::kHelloAck || reply.payload_len != 0) {
+    *why = std::string("not a HIXL handshake reply (") + wire::HeaderErrorName(err) + ")";
+    return FAILED;
+  }
+  body.assign(reply.body_len, 0);
+  s = RecvAll(fd, body.data(), body.size(), deadline, why);
+  if (s != SUCCESS) return s;
+  if (!wire::DecodeHelloAck(body.data(), body.size(), ack)) {
+    *why = "malformed handshake reply";
+    return FAILED;
+  }
+  if (reply.status != SUCCESS) {
+    *why = "peer refused the handshake: " + ack->reason;
+    return FAILED;
+  }
+  return SUCCESS;
+}
+
+}  // namespace
+
+Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr<IoWorker>> &workers,
+                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack) {
+  std::unique_ptr<TcpLink> link(new TcpLink());
+  link->remote_name_ = params.remote.ToString();
+  std::vector<int> fds;
+  auto close_all = [&fds] {
+    for (int fd : fds) close(fd);
+  };
+  wire::Hello hello;
+  hello.initiator = params.local_name;
+  hello.target = link->remote_name_;
+  hello.link_nonce = RandomNonce();
+  hello.stream_count = static_cast<uint16_t>(params.streams);
+  hello.host = params.host;
+  for (uint32_t i = 0; i < params.streams; ++i) {
+    std::string why;
+    int fd = -1;
+    Status s = DialTcp(params.remote, deadline, &fd, &why);
+    if (s == SUCCESS) {
+      fds.push_back(fd);
+      hello.stream_index = static_cast<uint16_t>(i);
+      wire::HelloAck a;
+      s = Handshake(fd, hello, deadline, &a, &why);
+      if (s == SUCCESS && i == 0) *ack = std::move(a);
+    }
+    if (s != SUCCESS) {
+      HIXL_LOGE("Connect %s: stream %u of %u: %s", link->remote_name_.c_str(), i + 1, params.streams, why.c_str());
+      close_all();
+      return s;
+    }
+  }
+  for (uint32_t i = 0; i < params.streams; ++i) {
+    IoWorker *w = PickWorker(workers);
+    auto s = std::make_shared<InitiatorStream>(fds[i], w,
+                                               "link to " + link->remote_name_ + " stream " + std::to_string(i));
+    w->Add(s, EPOLLIN);
+    link->streams_.push_back(std::move(s));
+  }
+  *out = std::move(link);
+  return SUCCESS;
+}
+
+TcpLink::~TcpLink() { Close("link released"); }
+
+void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs) {
+  if (reqs->empty() || s->Submit(reqs)) return;
+  HIXL_LOGE("%s is closed; %zu frame(s) fail", s->name().c_str(), reqs->size());
+  for (auto &r : *reqs) r->done->PartDone(FAILED);
+  reqs->clear();
+}
+
+void TcpLink::SubmitTransfer(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += pieces[i].len;
+  const size_t ns = streams_.size();
+  // Big batches: about one frame per stream, within [min, max] bytes.
+  size_t frame_bytes = std::clamp(total / ns + 1, kMinFrameBytes, kMaxFrameBytes);
+  std::vector<std::vector<std::unique_ptr<Request>>> per_stream(ns);
+  size_t next = rotate_.fetch_add(1, std::memory_order_relaxed);
+
+  std::vector<wire::Segment> segs;
+  std::vector<iovec> local;
+  size_t frame_len = 0;
+  auto flush = [&] {
+    if (segs.empty()) return;
+    std::vector<uint8_t> body;
+    wire::EncodeSegments(segs.data(), segs.size(), &body);
+    auto r = MakeRequest(is_write ? wire::MsgType::kWriteReq : wire::MsgType::kReadReq, std::move(body), done);
+    if (is_write) {
+      r->payload = std::move(local);
+    } else {
+      r->in = std::move(local);
+      r->in_len = frame_len;
+    }
+    per_stream[next++ % ns].push_back(std::move(r));
+    segs.clear();
+    local.clear();
+    frame_len = 0;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    Piece p = pieces[i];
+    while (p.len > 0) {
+      size_t take = std::min(p.len, frame_bytes - frame_len);
+      auto *lp = reinterpret_cast<uint8_t *>(p.local);
+      // Contiguous on both sides: grow the previous segment instead.
+      if (!segs.empty() && segs.back().addr + segs.back().len == p.remote &&
+          static_cast<uint8_t *>(local.back().iov_base) + local.back().iov_len == lp) {
+        segs.back().len += take;
+        local.back().iov_len += take;
+      } else {
+        segs.push_back({p.remote, take});
+        local.push_back({lp, take});
+      }
+      frame_len += take;
+      p.local += take;
+      p.remote += take;
+      p.len -= take;
+      if (frame_len == frame_bytes || segs.size() == kMaxFrameSegments) flush();
+    }
+  }
+  flush();
+  size_t frames = 0;
+  for (const auto &v : per_stream) frames += v.size();
+  done->AddParts(frames);
+  for (size_t i = 0; i < ns; ++i) SubmitOrFail(streams_[i].get(), &per_stream[i]);
+}
+
+void TcpLink::SubmitControl(std::unique_ptr<Request> req) {
+  req->done->AddParts(1);
+  std::vector<std::unique_ptr<Request>> one;
+  one.push_back(std::move(req));
+  SubmitOrFail(streams_[0].get(), &one);
+}
+
+void TcpLink::Cancel(const Completion *done) {
+  for (auto &s : streams_) s->Cancel(done);
+}
+
+void TcpLink::Close(const char *why) {
+  for (auto &s : streams_) s->Close(why);
+}
+
+bool TcpLink::broken() const {
+  for (const auto &s : streams_) {
+    if (s->closed()) return true;
+  }
+  return false;
+}
+
+}  // namespace hixl::tcp

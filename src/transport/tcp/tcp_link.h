@@ -1,0 +1,65 @@
+// tcp_link.h: the initiator's side of a link over TCP: a few streams to one
+// remote engine. Batches are cut into frames and spread over the streams;
+// control messages (notifies, region queries) go in order on stream 0.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/address.h"
+#include "common/completion.h"
+#include "common/deadline.h"
+#include "hixl/hixl_types.h"
+#include "transport/tcp/initiator_stream.h"
+#include "transport/tcp/io_worker.h"
+#include "wire/messages.h"
+
+namespace hixl::tcp {
+
+struct LinkParams {
+  std::string local_name;   // our engine's name, for the peer's logs
+  EngineAddress remote;
+  uint32_t streams = 2;
+  wire::HostIdentity host;
+};
+
+// One piece of a batch: `len` bytes between local and remote addresses.
+struct Piece {
+  uintptr_t local;
+  uintptr_t remote;
+  size_t len;
+};
+
+class TcpLink {
+ public:
+  // Dials every stream and runs the handshake before `deadline`. SUCCESS,
+  // TIMEOUT, or FAILED with the reason logged. `ack` is the target's answer.
+  static Status Open(const LinkParams &params, const std::vector<std::unique_ptr<IoWorker>> &workers,
+                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack);
+  ~TcpLink();
+
+  // Queues a batch. Every frame is one part of `done`; frames that cannot be
+  // queued (a closed stream) fail at once.
+  void SubmitTransfer(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done);
+  // Queues one control request on stream 0 (one part of its completion).
+  void SubmitControl(std::unique_ptr<Request> req);
+  // After it returns, nothing of `done`'s requests touches user memory.
+  void Cancel(const Completion *done);
+  void Close(const char *why);
+  // True once any stream has closed: the link can no longer carry batches.
+  bool broken() const;
+  const std::string &remote_name() const { return remote_name_; }
+
+ private:
+  TcpLink() = default;
+  void SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs);
+
+  std::string remote_name_;
+  std::vector<std::shared_ptr<InitiatorStream>> streams_;
+  std::atomic<size_t> rotate_{0};
+};
+
+}  // namespace hixl::tcp

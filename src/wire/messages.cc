@@ -1,0 +1,140 @@
+#include "wire/messages.h"
+
+#include "wire/codec.h"
+#include "wire/frame.h"
+
+namespace hixl::wire {
+namespace {
+
+constexpr size_t kMaxBootId = 64;
+constexpr size_t kMaxReason = 512;
+
+void EncodeHost(const HostIdentity &h, Writer *w) {
+  w->Str(h.boot_id);
+  w->U64(h.pid_ns);
+  w->U32(h.uid);
+  w->U32(h.pid);
+}
+
+void DecodeHost(Reader *r, HostIdentity *h) {
+  h->boot_id = r->Str(kMaxBootId);
+  h->pid_ns = r->U64();
+  h->uid = r->U32();
+  h->pid = r->U32();
+}
+
+void EncodeRegionList(const std::vector<RegionInfo> &regions, Writer *w) {
+  w->U32(static_cast<uint32_t>(regions.size()));
+  for (const auto &r : regions) {
+    w->U64(r.addr);
+    w->U64(r.len);
+  }
+}
+
+bool DecodeRegionList(Reader *r, std::vector<RegionInfo> *regions) {
+  uint32_t n = r->U32();
+  if (!r->ok() || n > kMaxRegions || r->remaining() < static_cast<size_t>(n) * 16) return false;
+  regions->clear();
+  regions->reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    RegionInfo info;
+    info.addr = r->U64();
+    info.len = r->U64();
+    if (info.len == 0 || info.addr + info.len < info.addr) return false;
+    regions->push_back(info);
+  }
+  return r->ok();
+}
+
+}  // namespace
+
+void EncodeHello(const Hello &m, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.Str(m.initiator);
+  w.Str(m.target);
+  w.U64(m.link_nonce);
+  w.U16(m.stream_index);
+  w.U16(m.stream_count);
+  EncodeHost(m.host, &w);
+}
+
+bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
+  Reader r(data, size);
+  m->initiator = r.Str(kMaxEngineName);
+  m->target = r.Str(kMaxEngineName);
+  m->link_nonce = r.U64();
+  m->stream_index = r.U16();
+  m->stream_count = r.U16();
+  DecodeHost(&r, &m->host);
+  return r.Done() && m->stream_count > 0 && m->stream_index < m->stream_count;
+}
+
+void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.Str(m.target);
+  w.Str(m.reason);
+  EncodeRegionList(m.regions, &w);
+  EncodeHost(m.host, &w);
+}
+
+bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
+  Reader r(data, size);
+  m->target = r.Str(kMaxEngineName);
+  m->reason = r.Str(kMaxReason);
+  if (!DecodeRegionList(&r, &m->regions)) return false;
+  DecodeHost(&r, &m->host);
+  return r.Done();
+}
+
+void EncodeRegions(const std::vector<RegionInfo> &regions, std::vector<uint8_t> *out) {
+  Writer w(out);
+  EncodeRegionList(regions, &w);
+}
+
+bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *regions) {
+  Reader r(data, size);
+  return DecodeRegionList(&r, regions) && r.Done();
+}
+
+void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out) {
+  out->reserve(out->size() + SegmentsBodySize(count));
+  Writer w(out);
+  w.U32(static_cast<uint32_t>(count));
+  for (size_t i = 0; i < count; ++i) {
+    w.U64(segs[i].addr);
+    w.U64(segs[i].len);
+  }
+}
+
+bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs, uint64_t *total) {
+  Reader r(data, size);
+  uint32_t n = r.U32();
+  if (!r.ok() || n == 0 || n > kMaxSegmentsPerFrame || size != SegmentsBodySize(n)) return false;
+  segs->resize(n);
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    Segment &s = (*segs)[i];
+    s.addr = r.U64();
+    s.len = r.U64();
+    if (s.len == 0 || s.len > kMaxPayload || s.addr + s.len < s.addr) return false;
+    sum += s.len;  // cannot wrap: each len <= 2^30 and n <= 2^16
+    if (sum > kMaxPayload) return false;
+  }
+  *total = sum;
+  return r.Done();
+}
+
+void EncodeNotify(const Notify &m, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.Str(m.name);
+  w.Str(m.msg);
+}
+
+bool DecodeNotify(const uint8_t *data, size_t size, Notify *m) {
+  Reader r(data, size);
+  m->name = r.Str(kMaxNotifyField);
+  m->msg = r.Str(kMaxNotifyField);
+  return r.Done();
+}
+
+}  // namespace hixl::wire

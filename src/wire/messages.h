@@ -1,0 +1,70 @@
+// messages.h: bodies of the frames in frame.h, with decoders that check every
+// field. Decoders return false on anything malformed; callers close the stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hixl::wire {
+
+// Who runs an engine: two engines with equal boot_id and pid_ns share a kernel
+// and a PID namespace, so one may reach the other's memory by pid.
+struct HostIdentity {
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id
+  uint64_t pid_ns = 0;  // inode of /proc/self/ns/pid
+  uint32_t uid = 0;
+  uint32_t pid = 0;
+};
+
+struct RegionInfo {
+  uint64_t addr = 0;
+  uint64_t len = 0;
+};
+
+struct Hello {
+  std::string initiator;  // the initiator's local_engine
+  std::string target;     // the address it dialed
+  uint64_t link_nonce = 0;
+  uint16_t stream_index = 0;
+  uint16_t stream_count = 1;
+  HostIdentity host;
+};
+
+struct HelloAck {
+  std::string target;   // the target's local_engine
+  std::string reason;   // why it refused (header status != 0)
+  std::vector<RegionInfo> regions;
+  HostIdentity host;
+};
+
+struct Segment {
+  uint64_t addr = 0;
+  uint64_t len = 0;
+};
+
+struct Notify {
+  std::string name;
+  std::string msg;
+};
+
+void EncodeHello(const Hello &m, std::vector<uint8_t> *out);
+bool DecodeHello(const uint8_t *data, size_t size, Hello *m);
+void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out);
+bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m);
+
+void EncodeRegions(const std::vector<RegionInfo> &regions, std::vector<uint8_t> *out);
+bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *regions);
+
+// Body of READ/WRITE requests: u32 count, then count x (u64 addr, u64 len).
+constexpr size_t kSegmentBytes = 16;
+inline size_t SegmentsBodySize(size_t count) { return 4 + kSegmentBytes * count; }
+void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out);
+// Checks: 1..kMaxSegmentsPerFrame segments, exact size, every len > 0, no
+// address range wraps, total fits in kMaxPayload. `total` gets the byte sum.
+bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs, uint64_t *total);
+
+void EncodeNotify(const Notify &m, std::vector<uint8_t> *out);
+bool DecodeNotify(const uint8_t *data, size_t size, Notify *m);
+
+}  // namespace hixl::wire

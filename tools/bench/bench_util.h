@@ -1,0 +1,41 @@
+// bench_util.h: small helpers shared by hixl_bench's roles: sizes with
+// suffixes, statistics, child processes that report a READY line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hixl_bench {
+
+// "4096", "4K", "1M", "2G" (binary units). False on anything else.
+bool ParseSize(const std::string &text, uint64_t *out);
+std::string FormatSize(uint64_t bytes);
+
+double Median(std::vector<double> v);
+double Percentile(std::vector<double> v, double p);  // p in [0, 100]
+double NowSeconds();
+
+// Page-aligned, pre-faulted memory of `len` bytes (munmap'ed by FreeBuffer).
+void *AllocBuffer(size_t len);
+void FreeBuffer(void *p, size_t len);
+
+// A free TCP port on the loopback address of `family` (AF_INET / AF_INET6).
+int FreePort(int family);
+
+// A child running this executable with `args`; its stdout is a pipe.
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;  // child's stdout
+  int in_fd = -1;   // child's stdin; closing it asks the child to exit
+};
+bool SpawnSelf(const std::vector<std::string> &args, Child *child);
+// Reads lines from the child until one starts with `prefix` (within
+// timeout_ms); returns that line without the prefix.
+bool ReadLineWithPrefix(Child &child, const std::string &prefix, int timeout_ms, std::string *line);
+// Closes the child's stdin and waits for it (kills it after a grace period).
+void StopChild(Child &child);
+
+}  // namespace hixl_bench
