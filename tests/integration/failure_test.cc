@@ -1,0 +1,322 @@
+// failure_test.cc: dead, frozen, silent and hostile peers. Nothing hangs,
+// nothing touches a caller's buffers after the call returned, and a bad peer
+// only ever closes its own link.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "integration/fixture.h"
+#include "wire/frame.h"
+#include "wire/messages.h"
+
+namespace hixl_test {
+namespace {
+
+constexpr size_t kBig = 64u << 20;
+
+class FailureTest : public PeerTest {
+ protected:
+  void SetUp() override {
+    PeerTest::SetUp();
+    remote_addr_ = peer_.AllocRegistered(kBig, &remote_id_);
+    ASSERT_NE(remote_addr_, 0u);
+    local_ = std::make_unique<LocalBuffer>(kBig);
+    RegisterLocal(*local_);
+    ASSERT_EQ(Connect(), hixl::SUCCESS);
+  }
+
+  std::vector<hixl::TransferOpDesc> BigBatch() const {
+    std::vector<hixl::TransferOpDesc> d;
+    for (size_t off = 0; off < kBig; off += 1u << 20) d.push_back({local_->addr() + off, remote_addr_ + off, 1u << 20});
+    return d;
+  }
+
+  // Runs batches until one fails; kills the peer with `sig` meanwhile.
+  // Returns the failing status and how long that call took.
+  hixl::Status RunUntilFailure(hixl::TransferOp op, int sig, int timeout_ms, double *call_seconds) {
+    std::atomic<bool> started{false};
+    hixl::Status result = hixl::SUCCESS;
+    std::thread worker([&] {
+      auto batch = BigBatch();
+      for (int i = 0; i < 1000 && result == hixl::SUCCESS; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        started = true;
+        result = Transfer(op, batch, timeout_ms);
+        *call_seconds = SecondsSince(t0);
+      }
+    });
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    peer_.Kill(sig);
+    worker.join();
+    return result;
+  }
+
+  // The local buffer does not change any more: the engine let go of it.
+  void ExpectLocalBufferQuiet() {
+    uint64_t h1 = Hash(local_->data(), kBig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(Hash(local_->data(), kBig), h1);
+  }
+
+  std::unique_ptr<LocalBuffer> local_;
+  uintptr_t remote_addr_ = 0;
+  size_t remote_id_ = 0;
+};
+
+TEST_P(FailureTest, PeerKilledMidWriteFailsFast) {
+  double secs = 0;
+  hixl::Status s = RunUntilFailure(hixl::WRITE, SIGKILL, 3000, &secs);
+  EXPECT_TRUE(s == hixl::FAILED || s == hixl::TIMEOUT) << s;
+  EXPECT_LT(secs, 3.0 + 1.0);
+  // The link is gone: further calls fail at once instead of hanging.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(Transfer(hixl::WRITE, BigBatch(), 3000), hixl::SUCCESS);
+  EXPECT_LT(SecondsSince(t0), 1.0);
+}
+
+TEST_P(FailureTest, PeerKilledMidReadFailsFastAndLetsGoOfTheBuffer) {
+  double secs = 0;
+  hixl::Status s = RunUntilFailure(hixl::READ, SIGKILL, 3000, &secs);
+  EXPECT_TRUE(s == hixl::FAILED || s == hixl::TIMEOUT) << s;
+  EXPECT_LT(secs, 3.0 + 1.0);
+  ExpectLocalBufferQuiet();
+}
+
+TEST_P(FailureTest, FrozenPeerTimesOutWithinTheCallTimeout) {
+  double secs = 0;
+  hixl::Status s = RunUntilFailure(hixl::READ, SIGSTOP, 500, &secs);
+  EXPECT_EQ(s, hixl::TIMEOUT);
+  EXPECT_GE(secs, 0.45);
+  EXPECT_LT(secs, 0.5 + 1.0);
+  ExpectLocalBufferQuiet();
+  peer_.Kill(SIGCONT);
+}
+
+TEST_P(FailureTest, FinalizeWithTransfersInFlightReturnsPromptly) {
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto batch = BigBatch();
+      for (int i = 0; i < 50; ++i) {
+        if (Transfer(i % 2 ? hixl::READ : hixl::WRITE, batch, 10000) != hixl::SUCCESS) break;
+      }
+      ++done;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  engine_.Finalize();
+  EXPECT_LT(SecondsSince(t0), 2.0);
+  for (auto &th : threads) th.join();
+  EXPECT_LT(SecondsSince(t0), 3.0);
+  EXPECT_EQ(done.load(), 4);
+  ExpectLocalBufferQuiet();
+}
+
+// Opens a raw TCP connection to `name` ("ip:port" or "[ip]:port").
+int RawConnect(const std::string &name) {
+  bool v6 = name[0] == '[';
+  size_t colon = name.rfind(':');
+  std::string ip = v6 ? name.substr(1, colon - 2) : name.substr(0, colon);
+  int port = std::stoi(name.substr(colon + 1));
+  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (v6) {
+    auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, ip.c_str(), &a->sin6_addr);
+    len = sizeof(*a);
+  } else {
+    auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
+    len = sizeof(*a);
+  }
+  if (connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::vector<uint8_t> Frame(hixl::wire::FrameHeader h, const std::vector<uint8_t> &body) {
+  h.body_len = static_cast<uint32_t>(body.size());
+  std::vector<uint8_t> out(hixl::wire::kHeaderSize);
+  hixl::wire::EncodeHeader(h, out.data());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+// Byte sequences a hostile or broken client might send.
+std::vector<std::vector<uint8_t>> HostileInputs(const std::string &target) {
+  using namespace hixl::wire;
+  std::vector<std::vector<uint8_t>> out;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 20; ++i) {
+    std::vector<uint8_t> junk(1 + rng() % 4096);
+    for (auto &b : junk) b = static_cast<uint8_t>(rng());
+    out.push_back(junk);
+  }
+  FrameHeader h;
+  h.type = MsgType::kHello;
+  auto bad_version = Frame(h, {});
+  bad_version[4] = 9;
+  out.push_back(bad_version);
+  h.body_len = kMaxBody + 1;
+  std::vector<uint8_t> huge(kHeaderSize);
+  EncodeHeader(h, huge.data());
+  out.push_back(huge);
+  out.push_back(Frame(h, {1, 2, 3}));  // HELLO with a garbage body
+  Hello hello;
+  hello.initiator = "evil";
+  hello.target = target;
+  std::vector<uint8_t> body;
+  EncodeHello(hello, &body);
+  h = FrameHeader();
+  h.type = MsgType::kHello;
+  auto good_hello = Frame(h, body);
+  // A good handshake, then WRITEs that lie about their payload or aim at
+  // unregistered memory, then a READ of a wild address.
+  std::vector<uint8_t> seq = good_hello;
+  Segment seg{0x1000, 64};
+  std::vector<uint8_t> segs;
+  EncodeSegments(&seg, 1, &segs);
+  FrameHeader w;
+  w.type = MsgType::kWriteReq;
+  w.payload_len = 64;
+  auto wf = Frame(w, segs);
+  seq.insert(seq.end(), wf.begin(), wf.end());
+  seq.insert(seq.end(), 64, 0xee);
+  w.payload_len = 65;  // disagrees with the segment list
+  wf = Frame(w, segs);
+  seq.insert(seq.end(), wf.begin(), wf.end());
+  out.push_back(seq);
+  seq = good_hello;
+  FrameHeader r;
+  r.type = MsgType::kReadReq;
+  auto rf = Frame(r, segs);
+  seq.insert(seq.end(), rf.begin(), rf.end());
+  FrameHeader ack;
+  ack.type = MsgType::kWriteAck;  // a reply type sent as a request
+  auto af = Frame(ack, {});
+  seq.insert(seq.end(), af.begin(), af.end());
+  out.push_back(seq);
+  out.push_back(std::vector<uint8_t>(good_hello.begin(), good_hello.begin() + 10));  // half a header
+  return out;
+}
+
+TEST_P(FailureTest, GarbageOnTheListeningPortLeavesGoodClientsWorking) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread attacker([&] {
+    auto inputs = HostileInputs(remote_);
+    for (int round = 0; round < 3 && !stop; ++round) {
+      for (const auto &bytes : inputs) {
+        int fd = RawConnect(remote_);
+        if (fd < 0) continue;
+        ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        (void)n;
+        ++sent;
+        // Read whatever comes back briefly, then hang up.
+        timeval tv{0, 20000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        char buf[256];
+        n = recv(fd, buf, sizeof(buf), 0);
+        close(fd);
+      }
+    }
+  });
+  std::mt19937_64 rng(9);
+  int good = 0;
+  for (int i = 0; i < 60; ++i) {
+    size_t len = 1 + rng() % (1u << 20);
+    size_t off = rng() % (kBig - len);
+    FillPattern(local_->data() + off, len, i);
+    std::vector<hixl::TransferOpDesc> w{{local_->addr() + off, remote_addr_ + off, len}};
+    ASSERT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS) << "round " << i;
+    ASSERT_EQ(peer_.HashOf(remote_id_, off, len), Hash(local_->data() + off, len));
+    ++good;
+  }
+  stop = true;
+  attacker.join();
+  EXPECT_GT(sent.load(), 20);
+  EXPECT_EQ(good, 60);
+  // The peer still accepts new, well-behaved links.
+  hixl::Hixl other;
+  ASSERT_EQ(other.Initialize(GetParam() ? "[::1]" : "127.0.0.1", {}), hixl::SUCCESS);
+  EXPECT_EQ(other.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
+  other.Finalize();
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, ::testing::Values(false, true), IpName);
+
+TEST(SilentListener, ConnectTimesOutInTime) {
+  // The kernel completes the TCP handshake for a listening socket even if
+  // nobody calls accept(): the perfect server that never answers.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), len), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  std::string name = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(e.Connect(name.c_str(), 300), hixl::TIMEOUT);
+  double secs = SecondsSince(t0);
+  EXPECT_GE(secs, 0.29);
+  EXPECT_LT(secs, 1.3);
+  e.Finalize();
+  close(fd);
+}
+
+TEST(VersionMismatch, ConnectFails) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&a), len), 0);
+  ASSERT_EQ(listen(ls, 16), 0);
+  getsockname(ls, reinterpret_cast<sockaddr *>(&a), &len);
+  std::string name = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  // A "future" server: answers every connection with a version-9 header.
+  std::thread server([ls] {
+    int fd = accept(ls, nullptr, nullptr);
+    if (fd < 0) return;
+    uint8_t hdr[hixl::wire::kHeaderSize];
+    hixl::wire::FrameHeader h;
+    h.type = hixl::wire::MsgType::kHelloAck;
+    hixl::wire::EncodeHeader(h, hdr);
+    hdr[4] = 9;
+    ssize_t n = send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL);
+    (void)n;
+    char buf[4096];
+    n = recv(fd, buf, sizeof(buf), 0);
+    close(fd);
+  });
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  EXPECT_EQ(e.Connect(name.c_str(), 2000), hixl::FAILED);
+  e.Finalize();
+  server.join();
+  close(ls);
+}
+
+}  // namespace
+}  // namespace hixl_test

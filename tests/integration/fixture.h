@@ -1,0 +1,83 @@
+// fixture.h: an initiator engine in the test process and a target engine in
+// a hixl_test_peer process, connected over 127.0.0.1 or ::1.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hixl/hixl.h"
+#include "support/pattern.h"
+#include "support/peer_process.h"
+
+namespace hixl_test {
+
+// Anonymous memory, unmapped on destruction.
+class LocalBuffer {
+ public:
+  explicit LocalBuffer(size_t len) : len_(len) {
+    void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t *>(p);
+  }
+  ~LocalBuffer() {
+    if (p_ != nullptr) munmap(p_, len_);
+  }
+  LocalBuffer(const LocalBuffer &) = delete;
+  LocalBuffer &operator=(const LocalBuffer &) = delete;
+  uint8_t *data() const { return p_; }
+  uintptr_t addr() const { return reinterpret_cast<uintptr_t>(p_); }
+  size_t size() const { return len_; }
+
+ private:
+  uint8_t *p_;
+  size_t len_;
+};
+
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Parameter: true for IPv6 (::1).
+class PeerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { StartAll(""); }
+  void TearDown() override {
+    engine_.Finalize();
+    peer_.Stop();
+  }
+
+  void StartAll(const std::string &peer_config, const std::map<hixl::AscendString, hixl::AscendString> &opts = {}) {
+    ASSERT_TRUE(peer_.Start(GetParam(), peer_config));
+    remote_ = peer_.name();
+    ASSERT_EQ(engine_.Initialize(GetParam() ? "[::1]" : "127.0.0.1", opts), hixl::SUCCESS);
+  }
+
+  hixl::MemHandle RegisterLocal(const LocalBuffer &b) {
+    hixl::MemDesc d{};
+    d.addr = b.addr();
+    d.len = b.size();
+    hixl::MemHandle h = nullptr;
+    EXPECT_EQ(engine_.RegisterMem(d, hixl::MEM_HOST, h), hixl::SUCCESS);
+    return h;
+  }
+
+  hixl::Status Connect(int timeout_ms = 3000) { return engine_.Connect(remote_.c_str(), timeout_ms); }
+
+  hixl::Status Transfer(hixl::TransferOp op, const std::vector<hixl::TransferOpDesc> &descs, int timeout_ms = 30000) {
+    return engine_.TransferSync(remote_.c_str(), op, descs, timeout_ms);
+  }
+
+  hixl::Hixl engine_;
+  PeerProcess peer_;
+  std::string remote_;
+};
+
+inline std::string IpName(const ::testing::TestParamInfo<bool> &info) { return info.param ? "IPv6" : "IPv4"; }
+
+}  // namespace hixl_test

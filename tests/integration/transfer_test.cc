@@ -1,0 +1,215 @@
+// transfer_test.cc: data integrity of READ and WRITE between two processes.
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "integration/fixture.h"
+
+namespace hixl_test {
+namespace {
+
+constexpr size_t kBufLen = 80u << 20;  // room for 64 MiB at a random offset
+constexpr uint64_t kRemoteSeed = 7;
+constexpr uint64_t kLocalSeed = 11;
+
+class TransferTest : public PeerTest {
+ protected:
+  void SetUp() override {
+    PeerTest::SetUp();
+    remote_addr_ = peer_.AllocRegistered(kBufLen, &remote_id_);
+    ASSERT_NE(remote_addr_, 0u);
+    ASSERT_EQ(peer_.Command("FILL " + std::to_string(remote_id_) + " " + std::to_string(kRemoteSeed)), "OK");
+    local_ = std::make_unique<LocalBuffer>(kBufLen);
+    FillPattern(local_->data(), kBufLen, kLocalSeed);
+    RegisterLocal(*local_);
+    // What the remote buffer should hold; WRITEs are applied to it too.
+    model_.resize(kBufLen);
+    FillPattern(model_.data(), kBufLen, kRemoteSeed);
+    ASSERT_EQ(Connect(), hixl::SUCCESS);
+  }
+
+  hixl::TransferOpDesc Desc(size_t local_off, size_t remote_off, size_t len) const {
+    return {local_->addr() + local_off, remote_addr_ + remote_off, len};
+  }
+
+  // Applies a successful WRITE batch to the model.
+  void ApplyWrites(const std::vector<hixl::TransferOpDesc> &descs) {
+    for (const auto &d : descs) {
+      std::memcpy(model_.data() + (d.remote_addr - remote_addr_), reinterpret_cast<void *>(d.local_addr), d.len);
+    }
+  }
+
+  void ExpectRemoteMatchesModel() {
+    EXPECT_EQ(peer_.HashOf(remote_id_, 0, kBufLen), Hash(model_.data(), kBufLen)) << "remote memory differs";
+  }
+
+  // After a READ batch, each destination holds the model's bytes.
+  void ExpectReadsLanded(const std::vector<hixl::TransferOpDesc> &descs) {
+    for (size_t i = 0; i < descs.size(); ++i) {
+      const auto &d = descs[i];
+      ASSERT_EQ(std::memcmp(reinterpret_cast<void *>(d.local_addr), model_.data() + (d.remote_addr - remote_addr_),
+                            d.len),
+                0)
+          << "descriptor " << i << " of " << descs.size() << " len " << d.len;
+    }
+  }
+
+  // `count` descriptors with lengths in [1, max_len], each in its own slot
+  // of the buffer at a random offset (so destinations never overlap), in
+  // shuffled order.
+  std::vector<hixl::TransferOpDesc> RandomBatch(size_t count, size_t max_len, std::mt19937_64 &rng) {
+    size_t slot = kBufLen / count;
+    max_len = std::min(max_len, slot);
+    std::vector<size_t> slots(count);
+    for (size_t i = 0; i < count; ++i) slots[i] = i;
+    std::shuffle(slots.begin(), slots.end(), rng);
+    std::vector<size_t> remote_slots = slots;
+    std::shuffle(remote_slots.begin(), remote_slots.end(), rng);
+    std::vector<hixl::TransferOpDesc> descs;
+    for (size_t i = 0; i < count; ++i) {
+      size_t len = 1 + rng() % max_len;
+      size_t lo = slots[i] * slot + rng() % (slot - len + 1);
+      size_t ro = remote_slots[i] * slot + rng() % (slot - len + 1);
+      descs.push_back(Desc(lo, ro, len));
+    }
+    return descs;
+  }
+
+  std::unique_ptr<LocalBuffer> local_;
+  std::vector<uint8_t> model_;
+  uintptr_t remote_addr_ = 0;
+  size_t remote_id_ = 0;
+};
+
+TEST_P(TransferTest, SingleDescriptorSizesFromOneByteTo64MiB) {
+  std::mt19937_64 rng(1);
+  const size_t sizes[] = {1, 2, 3, 7, 63, 64, 65, 4095, 4096, 4097, 65549, (1u << 20) - 1, 1u << 20,
+                          (4u << 20) + 5, 16u << 20, 64u << 20};
+  for (size_t len : sizes) {
+    SCOPED_TRACE("len " + std::to_string(len));
+    size_t lo = rng() % (kBufLen - len + 1);
+    size_t ro = rng() % (kBufLen - len + 1);
+    std::vector<hixl::TransferOpDesc> w{Desc(lo, ro, len)};
+    ASSERT_EQ(Transfer(hixl::WRITE, w), hixl::SUCCESS);
+    ApplyWrites(w);
+    ExpectRemoteMatchesModel();
+
+    lo = rng() % (kBufLen - len + 1);
+    ro = rng() % (kBufLen - len + 1);
+    std::vector<hixl::TransferOpDesc> r{Desc(lo, ro, len)};
+    ASSERT_EQ(Transfer(hixl::READ, r), hixl::SUCCESS);
+    ExpectReadsLanded(r);
+  }
+}
+
+TEST_P(TransferTest, BatchesOfOneToTenThousandDescriptors) {
+  std::mt19937_64 rng(2);
+  const std::pair<size_t, size_t> cases[] = {{1, 4u << 20}, {2, 1u << 20}, {10, 1u << 20}, {100, 256u << 10},
+                                             {1000, 16u << 10}, {10000, 4096}};
+  for (auto [count, max_len] : cases) {
+    SCOPED_TRACE("batch of " + std::to_string(count));
+    auto w = RandomBatch(count, max_len, rng);
+    ASSERT_EQ(Transfer(hixl::WRITE, w), hixl::SUCCESS);
+    ApplyWrites(w);
+    ExpectRemoteMatchesModel();
+    auto r = RandomBatch(count, max_len, rng);
+    ASSERT_EQ(Transfer(hixl::READ, r), hixl::SUCCESS);
+    ExpectReadsLanded(r);
+  }
+}
+
+TEST_P(TransferTest, TinyDescriptorsAdjacentAndScattered) {
+  // 10,000 one-byte and 64-byte descriptors; adjacent ones exercise merging.
+  std::vector<hixl::TransferOpDesc> w;
+  for (size_t i = 0; i < 10000; ++i) w.push_back(Desc(i, 1000 + i, 1));
+  for (size_t i = 0; i < 10000; ++i) w.push_back(Desc(20000 + 64 * i, (1u << 20) + 128 * i, 64));
+  ASSERT_EQ(Transfer(hixl::WRITE, w), hixl::SUCCESS);
+  ApplyWrites(w);
+  ExpectRemoteMatchesModel();
+  std::vector<hixl::TransferOpDesc> r;
+  for (size_t i = 0; i < 10000; ++i) r.push_back(Desc((2u << 20) + 64 * i, (3u << 20) + 7 * i, 64));
+  ASSERT_EQ(Transfer(hixl::READ, r), hixl::SUCCESS);
+  ExpectReadsLanded(r);
+}
+
+TEST_P(TransferTest, OneOutOfRangeDescriptorMovesNothing) {
+  std::mt19937_64 rng(3);
+  auto batch = RandomBatch(100, 64u << 10, rng);
+  const uint64_t before = peer_.HashOf(remote_id_, 0, kBufLen);
+  // Straddles the end of the remote region by one byte.
+  batch[57] = Desc(0, kBufLen - 100, 101);
+  EXPECT_EQ(Transfer(hixl::WRITE, batch), hixl::PARAM_INVALID);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, kBufLen), before);
+  // Entirely outside any region.
+  batch[57] = {local_->addr(), 0x1000, 16};
+  EXPECT_EQ(Transfer(hixl::WRITE, batch), hixl::PARAM_INVALID);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, kBufLen), before);
+  // READ: the local buffer stays as it was.
+  const uint64_t local_before = Hash(local_->data(), kBufLen);
+  EXPECT_EQ(Transfer(hixl::READ, batch), hixl::PARAM_INVALID);
+  EXPECT_EQ(Hash(local_->data(), kBufLen), local_before);
+  // The link still works afterwards.
+  std::vector<hixl::TransferOpDesc> ok{Desc(0, 0, 4096)};
+  EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
+}
+
+TEST_P(TransferTest, EightThreadsOnOneLink) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 40;
+  const size_t slice = kBufLen / kThreads;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      for (int round = 0; round < kRounds; ++round) {
+        size_t len = 1 + rng() % (256u << 10);
+        size_t off = t * slice + rng() % (slice / 2 - len);
+        // Write a fresh pattern from the first half of our slice, read it
+        // back into the second half, compare.
+        FillPattern(local_->data() + off, len, 1000 + t * kRounds + round);
+        std::vector<hixl::TransferOpDesc> w{Desc(off, off, len)};
+        std::vector<hixl::TransferOpDesc> r{Desc(off + slice / 2, off, len)};
+        if (Transfer(hixl::WRITE, w) != hixl::SUCCESS || Transfer(hixl::READ, r) != hixl::SUCCESS ||
+            std::memcmp(local_->data() + off, local_->data() + off + slice / 2, len) != 0) {
+          ++failures[t];
+        }
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST_P(TransferTest, RegionRegisteredAfterConnectIsUsable) {
+  size_t id = 0;
+  uintptr_t late = peer_.AllocRegistered(1u << 20, &id);
+  ASSERT_NE(late, 0u);
+  std::vector<hixl::TransferOpDesc> w{{local_->addr() + 5, late + 100, 5000}};
+  ASSERT_EQ(Transfer(hixl::WRITE, w), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(id, 100, 5000), Hash(local_->data() + 5, 5000));
+}
+
+TEST_P(TransferTest, RegionDeregisteredAtTargetIsRefused) {
+  size_t id = 0;
+  uintptr_t handle = 0;
+  uintptr_t addr = peer_.AllocRegistered(1u << 20, &id, &handle);
+  ASSERT_NE(addr, 0u);
+  std::vector<hixl::TransferOpDesc> w{{local_->addr(), addr, 4096}};
+  ASSERT_EQ(Transfer(hixl::WRITE, w), hixl::SUCCESS);  // our copy of its table now has it
+  ASSERT_EQ(peer_.Command("FILL " + std::to_string(id) + " 99"), "OK");
+  const uint64_t before = peer_.HashOf(id, 0, 1u << 20);
+  ASSERT_EQ(peer_.Command("DEREG " + std::to_string(handle)), "OK");
+  EXPECT_EQ(Transfer(hixl::WRITE, w), hixl::PARAM_INVALID);
+  EXPECT_EQ(Transfer(hixl::READ, w), hixl::PARAM_INVALID);
+  EXPECT_EQ(peer_.HashOf(id, 0, 1u << 20), before);
+  // Other regions keep working on the same link.
+  std::vector<hixl::TransferOpDesc> ok{Desc(0, 0, 4096)};
+  EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, ::testing::Values(false, true), IpName);
+
+}  // namespace
+}  // namespace hixl_test

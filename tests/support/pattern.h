@@ -1,0 +1,30 @@
+// pattern.h: deterministic byte patterns and hashes shared by the tests and
+// the peer process, so that each side can check the other's memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hixl_test {
+
+// The byte at `offset` of a buffer filled with `seed`.
+inline uint8_t PatternByte(uint64_t seed, uint64_t offset) {
+  uint64_t x = (offset + 1) * 0x9E3779B97F4A7C15ull ^ (seed * 0xBF58476D1CE4E5B9ull);
+  x ^= x >> 29;
+  return static_cast<uint8_t>(x ^ (x >> 17));
+}
+
+inline void FillPattern(void *buf, size_t len, uint64_t seed, uint64_t base_offset = 0) {
+  auto *p = static_cast<uint8_t *>(buf);
+  for (size_t i = 0; i < len; ++i) p[i] = PatternByte(seed, base_offset + i);
+}
+
+// FNV-1a, 64 bit.
+inline uint64_t Hash(const void *buf, size_t len) {
+  auto *p = static_cast<const uint8_t *>(buf);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace hixl_test

@@ -1,0 +1,181 @@
+// hixl_test_peer: a second process for the integration tests. It runs one
+// engine and obeys line commands on stdin, answering one line on stdout:
+//
+//   ALLOC <len>              -> OK <id> <addr>        (mmap'ed, zero-filled)
+//   REG <id> [off len]       -> OK <handle> | ERR <status>
+//   DEREG <handle>           -> OK | ERR <status>
+//   FILL <id> <seed>         -> OK                     (pattern.h)
+//   HASH <id> <off> <len>    -> OK <hash>
+//   NOTIFIES                 -> OK <n> [<hexname>:<hexmsg> ...]
+//   CONNECT <remote> <ms>    -> OK | ERR <status>
+//   WRITE|READ <remote> <id> <off> <raddr> <len> <ms> -> OK | ERR <status>
+//   QUIT                     -> OK, then Finalize and exit 0
+//
+// Usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig JSON]
+// "auto4"/"auto6" pick a free loopback port. Prints "READY <engine name>".
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hixl/hixl.h"
+#include "support/pattern.h"
+
+namespace {
+
+struct Buffer {
+  uint8_t *p;
+  size_t len;
+};
+
+int FreePort(int family) {
+  int fd = socket(family, SOCK_STREAM, 0);
+  sockaddr_storage ss{};
+  socklen_t len = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_family = AF_INET6;
+    reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_addr = in6addr_loopback;
+  } else {
+    reinterpret_cast<sockaddr_in *>(&ss)->sin_family = AF_INET;
+    reinterpret_cast<sockaddr_in *>(&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr *>(&ss), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) == 0) {
+    port = ntohs(family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port
+                                    : reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string Hex(const char *p, size_t n) {
+  static const char d[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(d[static_cast<uint8_t>(p[i]) >> 4]);
+    out.push_back(d[static_cast<uint8_t>(p[i]) & 15]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+void Reply(const std::string &s) {
+  std::cout << s << std::endl;  // endl flushes: the test reads line by line
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig]\n");
+    return 2;
+  }
+  std::map<hixl::AscendString, hixl::AscendString> options;
+  if (argc > 2) options[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = argv[2];
+  hixl::Hixl engine;
+  std::string name = argv[1];
+  hixl::Status s = hixl::FAILED;
+  if (name == "auto4" || name == "auto6") {
+    bool v6 = name == "auto6";
+    for (int attempt = 0; attempt < 20 && s != hixl::SUCCESS; ++attempt) {
+      int port = FreePort(v6 ? AF_INET6 : AF_INET);
+      name = (v6 ? "[::1]:" : "127.0.0.1:") + std::to_string(port);
+      s = engine.Initialize(name.c_str(), options);
+    }
+  } else {
+    s = engine.Initialize(name.c_str(), options);
+  }
+  if (s != hixl::SUCCESS) {
+    Reply("FAILED " + std::to_string(s));
+    return 1;
+  }
+  Reply("READY " + name);
+
+  std::vector<Buffer> buffers;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "ALLOC") {
+      size_t len = 0;
+      in >> len;
+      void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) {
+        Reply("ERR mmap");
+        continue;
+      }
+      buffers.push_back({static_cast<uint8_t *>(p), len});
+      Reply("OK " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "REG") {
+      size_t id = 0, off = 0, len = 0;
+      in >> id;
+      if (!(in >> off >> len)) {
+        off = 0;
+        len = buffers.at(id).len;
+      }
+      hixl::MemDesc d{};
+      d.addr = reinterpret_cast<uintptr_t>(buffers.at(id).p + off);
+      d.len = len;
+      hixl::MemHandle h = nullptr;
+      s = engine.RegisterMem(d, hixl::MEM_HOST, h);
+      Reply(s == hixl::SUCCESS ? "OK " + std::to_string(reinterpret_cast<uintptr_t>(h)) : "ERR " + std::to_string(s));
+    } else if (cmd == "DEREG") {
+      uintptr_t h = 0;
+      in >> h;
+      s = engine.DeregisterMem(reinterpret_cast<hixl::MemHandle>(h));
+      Reply(s == hixl::SUCCESS ? "OK" : "ERR " + std::to_string(s));
+    } else if (cmd == "FILL") {
+      size_t id = 0;
+      uint64_t seed = 0;
+      in >> id >> seed;
+      hixl_test::FillPattern(buffers.at(id).p, buffers.at(id).len, seed);
+      Reply("OK");
+    } else if (cmd == "HASH") {
+      size_t id = 0, off = 0, len = 0;
+      in >> id >> off >> len;
+      Reply("OK " + std::to_string(hixl_test::Hash(buffers.at(id).p + off, len)));
+    } else if (cmd == "NOTIFIES") {
+      std::vector<hixl::NotifyDesc> notifies;
+      engine.GetNotifies(notifies);
+      std::string out = "OK " + std::to_string(notifies.size());
+      for (const auto &n : notifies) {
+        out += " " + Hex(n.name.GetString(), n.name.GetLength()) + ":" +
+               Hex(n.notify_msg.GetString(), n.notify_msg.GetLength());
+      }
+      Reply(out);
+    } else if (cmd == "CONNECT") {
+      std::string remote;
+      int ms = 1000;
+      in >> remote >> ms;
+      s = engine.Connect(remote.c_str(), ms);
+      Reply(s == hixl::SUCCESS ? "OK" : "ERR " + std::to_string(s));
+    } else if (cmd == "WRITE" || cmd == "READ") {
+      std::string remote;
+      size_t id = 0, off = 0, len = 0;
+      uintptr_t raddr = 0;
+      int ms = 1000;
+      in >> remote >> id >> off >> raddr >> len >> ms;
+      std::vector<hixl::TransferOpDesc> descs{{reinterpret_cast<uintptr_t>(buffers.at(id).p + off), raddr, len}};
+      s = engine.TransferSync(remote.c_str(), cmd == "READ" ? hixl::READ : hixl::WRITE, descs, ms);
+      Reply(s == hixl::SUCCESS ? "OK" : "ERR " + std::to_string(s));
+    } else if (cmd == "QUIT") {
+      Reply("OK");
+      break;
+    } else {
+      Reply("ERR unknown command '" + cmd + "'");
+    }
+  }
+  engine.Finalize();
+  return 0;
+}

@@ -1,0 +1,130 @@
+#include "support/peer_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+extern char **environ;
+
+namespace hixl_test {
+
+std::vector<std::string> Words(const std::string &line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+PeerProcess::~PeerProcess() { Stop(2000); }
+
+bool PeerProcess::Start(bool ipv6, const std::string &resource_config) {
+  signal(SIGPIPE, SIG_IGN);  // a killed peer must not kill the test with it
+  int to[2], from[2];
+  if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) return false;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
+  std::string exe = HIXL_TEST_PEER_PATH;
+  std::string mode = ipv6 ? "auto6" : "auto4";
+  std::vector<char *> argv = {exe.data(), mode.data()};
+  std::string cfg = resource_config;
+  if (!cfg.empty()) argv.push_back(cfg.data());
+  argv.push_back(nullptr);
+  int rc = posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(to[0]);
+  close(from[1]);
+  to_fd_ = to[1];
+  from_fd_ = from[0];
+  if (rc != 0) {
+    pid_ = -1;
+    return false;
+  }
+  std::string ready = Command("", 10000);  // the READY line comes unasked
+  auto w = Words(ready);
+  if (w.size() != 2 || w[0] != "READY") return false;
+  name_ = w[1];
+  return true;
+}
+
+std::string PeerProcess::Command(const std::string &cmd, int timeout_ms) {
+  if (!cmd.empty()) {
+    std::string line = cmd + "\n";
+    if (write(to_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return "";
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "";
+    pollfd p{from_fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(from_fd_, buf, sizeof(buf));
+    if (n <= 0) return "";
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+uintptr_t PeerProcess::AllocRegistered(size_t len, size_t *id, uintptr_t *handle) {
+  auto w = Words(Command("ALLOC " + std::to_string(len)));
+  if (w.size() != 3 || w[0] != "OK") return 0;
+  *id = std::stoul(w[1]);
+  uintptr_t addr = std::stoull(w[2]);
+  auto r = Words(Command("REG " + w[1]));
+  if (r.size() != 2 || r[0] != "OK") return 0;
+  if (handle != nullptr) *handle = std::stoull(r[1]);
+  return addr;
+}
+
+uint64_t PeerProcess::HashOf(size_t id, size_t off, size_t len) {
+  auto w = Words(Command("HASH " + std::to_string(id) + " " + std::to_string(off) + " " + std::to_string(len)));
+  return w.size() == 2 && w[0] == "OK" ? std::stoull(w[1]) : 0;
+}
+
+void PeerProcess::Kill(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+void PeerProcess::Stop(int timeout_ms) {
+  if (pid_ <= 0) return;
+  if (to_fd_ >= 0) {
+    std::string quit = "QUIT\n";
+    ssize_t n = write(to_fd_, quit.data(), quit.size());
+    (void)n;
+    close(to_fd_);
+    to_fd_ = -1;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (pid_ > 0) {
+    kill(pid_, SIGCONT);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  if (from_fd_ >= 0) close(from_fd_);
+  from_fd_ = -1;
+}
+
+}  // namespace hixl_test

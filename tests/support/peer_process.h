@@ -1,0 +1,44 @@
+// peer_process.h: starts hixl_test_peer and talks to it line by line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hixl_test {
+
+class PeerProcess {
+ public:
+  PeerProcess() = default;
+  ~PeerProcess();
+  PeerProcess(const PeerProcess &) = delete;
+  PeerProcess &operator=(const PeerProcess &) = delete;
+
+  // Starts the peer as a server on a free loopback port (ipv6: ::1).
+  bool Start(bool ipv6 = false, const std::string &resource_config = "");
+  // Sends one command; returns the reply line ("" on timeout or exit).
+  std::string Command(const std::string &cmd, int timeout_ms = 30000);
+  // Convenience: ALLOC + optional REG; returns the buffer's address.
+  uintptr_t AllocRegistered(size_t len, size_t *id, uintptr_t *handle = nullptr);
+  uint64_t HashOf(size_t id, size_t off, size_t len);
+  void Kill(int sig);
+  // QUIT, then wait for exit (SIGKILL after timeout_ms).
+  void Stop(int timeout_ms = 5000);
+
+  const std::string &name() const { return name_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int to_fd_ = -1;
+  int from_fd_ = -1;
+  std::string name_;
+  std::string pending_;
+};
+
+// Splits a reply into words.
+std::vector<std::string> Words(const std::string &line);
+
+}  // namespace hixl_test
