@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "wire/frame.h"
 
 namespace hixl {
 namespace {
@@ -25,8 +26,20 @@ bool ParseUint(const std::string &text, uint64_t *value) {
   return true;
 }
 
+// Plain decimal: digits with at most one '.', nothing else (no sign, spaces,
+// exponents or hex), as in "0.8" or "1".
 bool ParseDouble(const std::string &text, double *value) {
-  if (text.empty()) return false;
+  size_t digits = 0, dots = 0;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.') {
+      ++dots;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0 || dots > 1) return false;
   char *end = nullptr;
   errno = 0;
   double v = std::strtod(text.c_str(), &end);
@@ -43,6 +56,11 @@ bool JsonUint(const json &v, uint64_t lo, uint64_t hi, uint64_t *out) {
   } else if (v.is_number_integer()) {
     if (v.get<int64_t>() < 0) return false;
     x = static_cast<uint64_t>(v.get<int64_t>());
+  } else if (v.is_number_float()) {
+    // 2.0 is a JSON number with an integer value: fine. 2.5 is not.
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d < 0 || d > 1e18 || d != std::floor(d)) return false;
+    x = static_cast<uint64_t>(d);
   } else if (v.is_string()) {
     if (!ParseUint(v.get<std::string>(), &x)) return false;
   } else {
@@ -116,7 +134,7 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
   if ((s = UintField(cfg, "channel_pool.max_channel", 1, 512, &out->max_channel, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "tcp.streams_per_link", 1, 16, &out->tcp_streams_per_link, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "tcp.io_threads", 1, 64, &out->io_threads, why)) != SUCCESS) return s;
-  if ((s = UintField(cfg, "max_regions", 256, 1u << 20, &out->max_regions, why)) != SUCCESS) return s;
+  if ((s = UintField(cfg, "max_regions", 256, wire::kMaxRegions, &out->max_regions, why)) != SUCCESS) return s;
 
   auto high = cfg.find("channel_pool.high_waterline");
   auto low = cfg.find("channel_pool.low_waterline");

@@ -29,6 +29,7 @@ RegionTable::RegionTable(std::vector<std::shared_ptr<Region>> regions) : regions
 }
 
 RegionTable::Ref RegionTable::Find(uintptr_t addr, size_t len, Ref hint) const {
+  if (len == 0) return nullptr;
   if (hint != nullptr && (*hint)->Contains(addr, len)) return hint;
   size_t i = FindContaining(
       regions_, max_end_, addr, len, [](const std::shared_ptr<Region> &r) { return r->addr; },

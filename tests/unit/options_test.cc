@@ -235,6 +235,10 @@ const IntField kIntFields[] = {
     {"connect_pool.thread_num", 1, 64, &EngineOptions::connect_pool_threads},
     {"connect_pool.task_queue_capacity", 1, 65535, &EngineOptions::connect_pool_queue},
     {"channel_pool.max_channel", 1, 512, &EngineOptions::max_channel},
+    // [beyond] fields of this project (src/engine/options.h).
+    {"tcp.streams_per_link", 1, 16, &EngineOptions::tcp_streams_per_link},
+    {"tcp.io_threads", 1, 64, &EngineOptions::io_threads},
+    {"max_regions", 256, 65536, &EngineOptions::max_regions},  // the region table must fit a HELLO_ACK
 };
 
 std::string Obj(const std::string &field, const std::string &json_value) {
@@ -253,6 +257,12 @@ TEST(GlobalResourceConfigTest, IntegerFieldsInRangeAsNumbersAndStrings) {
       EXPECT_EQ(b.opts.*f.member, v) << f.name;
     }
   }
+}
+
+TEST(GlobalResourceConfigTest, IntegralJsonFloatIsAnInteger) {
+  Parsed p = ParseGrc(Obj("connect_pool.thread_num", "2.0"));
+  ASSERT_EQ(p.status, SUCCESS) << p.why;
+  EXPECT_EQ(p.opts.connect_pool_threads, 2u);
 }
 
 TEST(GlobalResourceConfigTest, IntegerFieldsOutOfRangeOrMalformed) {
@@ -326,6 +336,15 @@ TEST(GlobalResourceConfigTest, WaterlinesInvalid) {
     Parsed p = ParseGrc(c);
     ExpectInvalid(p, "waterline", c);
     EXPECT_FALSE(p.opts.has_waterlines);
+  }
+}
+
+// Numeric strings are parsed the same strict way for every field: no white
+// space, no hex floats.
+TEST(GlobalResourceConfigTest, WaterlineStringsAreStrictNumbers) {
+  for (const char *low : {"\" 0.5\"", "\"\\t0.5\"", "\"0x1p-1\"", "\"\\n0.5\""}) {
+    std::string json = std::string("{\"channel_pool.high_waterline\": 0.8, \"channel_pool.low_waterline\": ") + low + "}";
+    ExpectInvalid(ParseGrc(json), "waterline", json);
   }
 }
 

@@ -149,11 +149,8 @@ TEST(RegionTableTest, HintFastPath) {
   EXPECT_EQ(t.Find(UINTPTR_MAX, 2, c), nullptr);
 }
 
-// BUG (src/memory/registry.cc:31, RegionTable::Find): with a hint, an empty
-// range (len 0) inside or just past the hinted region is "found" (Region::Contains
-// accepts n == 0), while the same query without a hint returns nullptr
-// (range_search.h:17 rejects len == 0). Find's answer should not depend on the hint.
-TEST(RegionTableTest, DISABLED_EmptyRangeNotFoundWithHintEither) {
+// Find's answer for an empty range does not depend on the hint: never found.
+TEST(RegionTableTest, EmptyRangeNotFoundWithHintEither) {
   RegionTable t({MakeRegion(1, 0x1000, 0x1000)});
   RegionTable::Ref a = RefOf(t, 1);
   ASSERT_EQ(t.Find(0x1800, 0), nullptr);
@@ -307,25 +304,24 @@ TEST(RegistryTest, OneTebibyteRegionRegistersInstantly) {
   EXPECT_EQ(reg.size(), 0u);
 }
 
-// BUG (cross-module): GlobalResourceConfig accepts max_regions up to 1<<20
-// (src/engine/options.cc:119), so Registry accepts more than 65536 regions, but
-// the region list every peer must decode (HelloAck at connect, RegionsResp on
-// refresh) is capped at wire::kMaxRegions = 65536 (src/wire/frame.h:30,
-// enforced in src/wire/messages.cc:36; and 2^20 x 16 bytes also exceeds
-// kMaxBody). An engine with 65537 regions can no longer be connected to: the
-// initiator rejects the handshake reply as malformed.
-TEST(RegistryTest, DISABLED_ConfigurableRegionCapFitsTheWire) {
+// The largest region cap GlobalResourceConfig allows still fits the region
+// table every peer must decode (HELLO_ACK at connect, REGIONS_RESP later).
+TEST(RegistryTest, LargestRegionCapFitsTheWire) {
   EngineOptions opts;
   std::string why;
-  ASSERT_EQ(ParseEngineOptions({{OPTION_GLOBAL_RESOURCE_CONFIG, "{\"max_regions\": 1048576}"}}, &opts, &why), SUCCESS)
+  EXPECT_EQ(ParseEngineOptions({{OPTION_GLOBAL_RESOURCE_CONFIG, "{\"max_regions\": 65537}"}}, &opts, &why),
+            PARAM_INVALID);
+  ASSERT_EQ(ParseEngineOptions({{OPTION_GLOBAL_RESOURCE_CONFIG, "{\"max_regions\": 65536}"}}, &opts, &why), SUCCESS)
       << why;
   Registry reg(opts.max_regions);
-  for (uintptr_t i = 0; i < 65537; ++i) MustRegister(reg, 0x1000000 + i * 0x100, 0x100);
+  for (uintptr_t i = 0; i < 65536; ++i) MustRegister(reg, 0x1000000 + i * 0x100, 0x100);
+  hixl::MemHandle h = nullptr;
+  EXPECT_EQ(reg.Register(0x100, 0x10, MEM_HOST, &h), RESOURCE_EXHAUSTED);
   std::vector<uint8_t> body;
   wire::EncodeRegions(reg.Export(), &body);
   std::vector<wire::RegionInfo> decoded;
   EXPECT_TRUE(wire::DecodeRegions(body.data(), body.size(), &decoded));
-  EXPECT_EQ(decoded.size(), 65537u);
+  EXPECT_EQ(decoded.size(), 65536u);
 }
 
 // ---------------------------------------------------------------- PinSet
