@@ -100,6 +100,29 @@ TEST_P(FailureTest, FrozenPeerTimesOutWithinTheCallTimeout) {
   peer_.Kill(SIGCONT);
 }
 
+TEST_P(FailureTest, DeregisterMemWaitsForTheTransferUsingTheRegion) {
+  // Register a second local region, start a READ into it that cannot finish
+  // (the peer is frozen), and deregister the region meanwhile.
+  LocalBuffer other(1u << 20);
+  hixl::MemHandle h = RegisterLocal(other);
+  peer_.Kill(SIGSTOP);
+  std::atomic<bool> returned{false};
+  hixl::Status s = hixl::SUCCESS;
+  std::thread reader([&] {
+    s = Transfer(hixl::READ, {{other.addr(), remote_addr_, other.size()}}, 800);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);
+  double waited = SecondsSince(t0);
+  reader.join();
+  peer_.Kill(SIGCONT);
+  EXPECT_EQ(s, hixl::TIMEOUT);
+  EXPECT_GE(waited, 0.5) << "DeregisterMem returned while the READ could still land";
+  EXPECT_LT(waited, 2.0);
+}
+
 TEST_P(FailureTest, FinalizeWithTransfersInFlightReturnsPromptly) {
   std::atomic<int> done{0};
   std::vector<std::thread> threads;
