@@ -75,32 +75,24 @@ Status Hixl::Disconnect(const AscendString &remote_engine, int32_t timeout_in_mi
   return e == nullptr ? FAILED : e->Disconnect(Str(remote_engine), timeout_in_millis);
 }
 
-Status Hixl::ConnectAsync(const AscendString &, int32_t) {
+Status Hixl::ConnectAsync(const AscendString &remote_engine, int32_t timeout_in_millis) {
   auto e = impl_->Get("ConnectAsync");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("ConnectAsync: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->ConnectAsync(Str(remote_engine), timeout_in_millis);
 }
 
-Status Hixl::DisconnectAsync(const AscendString &, int32_t) {
+Status Hixl::DisconnectAsync(const AscendString &remote_engine, int32_t timeout_in_millis) {
   auto e = impl_->Get("DisconnectAsync");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("DisconnectAsync: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->DisconnectAsync(Str(remote_engine), timeout_in_millis);
 }
 
-Status Hixl::GetAsyncConnectStatus(const AscendString &, AsyncConnectStatus &) {
+Status Hixl::GetAsyncConnectStatus(const AscendString &remote_engine, AsyncConnectStatus &status) {
   auto e = impl_->Get("GetAsyncConnectStatus");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("GetAsyncConnectStatus: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->GetAsyncConnectStatus(Str(remote_engine), status);
 }
 
-Status Hixl::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &) {
+Status Hixl::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &status_map) {
   auto e = impl_->Get("GetAsyncConnectStatus");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("GetAsyncConnectStatus: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->GetAsyncConnectStatus(status_map);
 }
 
 Status Hixl::TransferSync(const AscendString &remote_engine, TransferOp operation,
@@ -109,26 +101,21 @@ Status Hixl::TransferSync(const AscendString &remote_engine, TransferOp operatio
   return e == nullptr ? FAILED : e->TransferSync(Str(remote_engine), operation, op_descs, timeout_in_millis);
 }
 
-Status Hixl::TransferAsync(const AscendString &, TransferOp, const std::vector<TransferOpDesc> &,
-                           const TransferArgs &, TransferReq &) {
+Status Hixl::TransferAsync(const AscendString &remote_engine, TransferOp operation,
+                           const std::vector<TransferOpDesc> &op_descs, const TransferArgs &optional_args,
+                           TransferReq &req) {
   auto e = impl_->Get("TransferAsync");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("TransferAsync: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->TransferAsync(Str(remote_engine), operation, op_descs, optional_args, req);
 }
 
-Status Hixl::GetTransferStatus(const TransferReq &, TransferStatus &) {
+Status Hixl::GetTransferStatus(const TransferReq &req, TransferStatus &status) {
   auto e = impl_->Get("GetTransferStatus");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("GetTransferStatus: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->GetTransferStatus(req, status);
 }
 
-Status Hixl::GetTransferStatus(const GetTransferStatusArgs &, std::vector<TransferResult> &) {
+Status Hixl::GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results) {
   auto e = impl_->Get("GetTransferStatus");
-  if (e == nullptr) return FAILED;
-  HIXL_LOGE("GetTransferStatus: not implemented yet");
-  return UNSUPPORTED;
+  return e == nullptr ? FAILED : e->GetTransferStatus(args, results);
 }
 
 Status Hixl::SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis) {
@@ -148,7 +135,7 @@ Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
   }
   switch (feature_type) {
     case AUTO_CONNECT:
-      value = FEATURE_NOT_SUPPORTED;  // until AutoConnect lands
+      value = FEATURE_SUPPORTED;
       break;
     case CLIENT_SERVER_COMM:
       value = FEATURE_SUPPORTED;

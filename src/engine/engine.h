@@ -1,6 +1,12 @@
 // engine.h: one HIXL engine: options, registered memory, links to remote
-// engines, the notify inbox, and the threads that serve peers. class Hixl
-// (src/api) checks nothing but the engine's existence and forwards here.
+// engines, async requests, the notify inbox, and the threads that serve
+// peers. class Hixl (src/api) checks nothing but the engine's existence and
+// forwards here.
+//
+// The engine's code is split by concern: engine.cc (life cycle, memory,
+// notifies, serving peers), engine_connect.cc (links: connect, disconnect,
+// the async connect pool, auto-connect, heartbeats), engine_transfer.cc
+// (batches: checks, TransferSync, TransferAsync and their status).
 #pragma once
 
 #include <atomic>
@@ -11,18 +17,20 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/address.h"
 #include "common/deadline.h"
+#include "engine/async_transfers.h"
+#include "engine/connect_pool.h"
+#include "engine/link.h"
+#include "engine/link_table.h"
 #include "engine/notify_inbox.h"
 #include "engine/options.h"
-#include "engine/remote_regions.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
 #include "transport/tcp/io_worker.h"
-#include "transport/tcp/listener.h"
-#include "transport/tcp/tcp_link.h"
 #include "transport/tcp/target_context.h"
 
 namespace hixl {
@@ -39,15 +47,27 @@ class Engine : public tcp::TargetContext {
 
   Status RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle);
   Status DeregisterMem(MemHandle handle);
+
   Status Connect(const std::string &remote, int32_t timeout_ms);
   Status Disconnect(const std::string &remote, int32_t timeout_ms);
+  Status ConnectAsync(const std::string &remote, int32_t timeout_ms);
+  Status DisconnectAsync(const std::string &remote, int32_t timeout_ms);
+  Status GetAsyncConnectStatus(const std::string &remote, AsyncConnectStatus &status);
+  Status GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses);
+
   Status TransferSync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                       int32_t timeout_ms);
+  Status TransferAsync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                       const TransferArgs &args, TransferReq &req);
+  Status GetTransferStatus(const TransferReq &req, TransferStatus &status);
+  Status GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results);
+
   Status SendNotify(const std::string &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
 
   const EngineOptions &options() const { return opts_; }
   const std::string &name() const { return name_; }
+  size_t link_count() { return links_.size(); }
 
   // tcp::TargetContext
   std::shared_ptr<const RegionTable> Regions() override { return registry_.Snapshot(); }
@@ -56,17 +76,31 @@ class Engine : public tcp::TargetContext {
   Status OnNotify(uint64_t link_key, wire::Notify &&notify) override;
 
  private:
-  struct Link {
-    std::string name;
-    std::unique_ptr<tcp::TcpLink> tcp;
-    RemoteRegions remote_regions;
+  // The state of the latest ConnectAsync/DisconnectAsync task of a remote.
+  struct AsyncConnectEntry {
+    uint64_t seq = 0;
+    AsyncConnectStatus status = AsyncConnectStatus::NOT_CONNECT;
   };
 
-  explicit Engine(EngineOptions opts) : opts_(std::move(opts)), registry_(opts_.max_regions) {}
+  explicit Engine(EngineOptions opts);
   Status Start(const EngineAddress &local);
+
+  // engine_connect.cc
   // Canonical name of a remote server address, or PARAM_INVALID (logged).
   Status RemoteKey(const char *call, const std::string &remote, std::string *key, EngineAddress *addr = nullptr);
-  std::shared_ptr<Link> FindLink(const std::string &key);
+  // Opens a link to `key` and adds it to the table. ALREADY_CONNECTED when a
+  // working link exists.
+  Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline);
+  // The link a call to `key` should use, connecting first when AutoConnect
+  // is on or the channel pool closed the link. NOT_CONNECTED, FAILED (broken
+  // link, no AutoConnect) or a connect failure otherwise; all logged.
+  Status UseLink(const char *call, const std::string &key, Deadline deadline, LinkRef *out);
+  void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
+  void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
+  Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect);
+  void Housekeeping();
+
+  // engine_transfer.cc
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
   // (logged) names the first bad descriptor.
   Status PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
@@ -74,6 +108,8 @@ class Engine : public tcp::TargetContext {
   Status RefreshRemoteRegions(Link &link, Deadline deadline);
   // Waits for `done`; on failure or timeout cancels what is left of it.
   Status Finish(Link &link, const std::shared_ptr<Completion> &done, Deadline deadline);
+  // Checks shared by TransferSync and TransferAsync.
+  Status CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key);
 
   const EngineOptions opts_;
   EngineAddress local_;
@@ -81,13 +117,22 @@ class Engine : public tcp::TargetContext {
   wire::HostIdentity host_;
   Registry registry_;
   NotifyInbox inbox_;
+  LinkTable links_;
+  AsyncTransfers async_;
+  ConnectPool connect_pool_;
   std::vector<std::unique_ptr<tcp::IoWorker>> workers_;
   std::atomic<bool> stopping_{false};
 
-  std::mutex mu_;
+  std::mutex connect_mu_;  // guards connecting_ and async_connect_
   std::condition_variable connect_cv_;
-  std::map<std::string, std::shared_ptr<Link>> links_;
   std::set<std::string> connecting_;
+  std::map<std::string, AsyncConnectEntry> async_connect_;
+  uint64_t async_seq_ = 0;
+
+  // Heartbeats and async deadlines.
+  std::thread housekeeper_;
+  std::mutex house_mu_;
+  std::condition_variable house_cv_;
 };
 
 }  // namespace hixl

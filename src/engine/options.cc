@@ -119,7 +119,7 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
       "connect_pool.thread_num",      "connect_pool.task_queue_capacity",   "channel_pool.max_channel",
       "channel_pool.high_waterline",  "channel_pool.low_waterline",         "comm_resource_config.protocol_desc",
       "comm_resource_config.listen_port", "tcp.streams_per_link",         "tcp.io_threads",
-      "max_regions"};
+      "max_regions",                  "heartbeat.interval_ms",              "async_transfer.timeout_ms"};
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     bool known = false;
     for (const char *k : kKnown) known = known || it.key() == k;
@@ -135,6 +135,14 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
   if ((s = UintField(cfg, "tcp.streams_per_link", 1, 16, &out->tcp_streams_per_link, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "tcp.io_threads", 1, 64, &out->io_threads, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "max_regions", 256, wire::kMaxRegions, &out->max_regions, why)) != SUCCESS) return s;
+  if ((s = UintField(cfg, "heartbeat.interval_ms", 0, 3600000, &out->heartbeat_ms, why)) != SUCCESS) return s;
+  if (out->heartbeat_ms != 0 && out->heartbeat_ms < 100) {
+    return Invalid(why, "GlobalResourceConfig: heartbeat.interval_ms=" + std::to_string(out->heartbeat_ms) +
+                            " must be 0 (off) or 100..3600000");
+  }
+  if ((s = UintField(cfg, "async_transfer.timeout_ms", 1, 86400000, &out->async_timeout_ms, why)) != SUCCESS) {
+    return s;
+  }
 
   auto high = cfg.find("channel_pool.high_waterline");
   auto low = cfg.find("channel_pool.low_waterline");

@@ -34,6 +34,8 @@ struct EngineOptions {
   uint32_t tcp_streams_per_link = 2;   // data streams per link
   uint32_t io_threads = 2;             // epoll worker threads per engine
   uint32_t max_regions = 65536;        // RegisterMem past this: RESOURCE_EXHAUSTED
+  uint32_t heartbeat_ms = 10000;       // idle links are pinged this often; 0: off
+  uint32_t async_timeout_ms = 60000;   // TransferAsync requests end TIMEOUT after this
 
   bool AllowsProtocol(const std::string &protocol) const;
 };

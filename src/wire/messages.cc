@@ -55,6 +55,7 @@ void EncodeHello(const Hello &m, std::vector<uint8_t> *out) {
   w.U64(m.link_nonce);
   w.U16(m.stream_index);
   w.U16(m.stream_count);
+  w.U32(m.heartbeat_ms);
   EncodeHost(m.host, &w);
 }
 
@@ -65,6 +66,7 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   m->link_nonce = r.U64();
   m->stream_index = r.U16();
   m->stream_count = r.U16();
+  m->heartbeat_ms = r.U32();
   DecodeHost(&r, &m->host);
   return r.Done() && m->stream_count > 0 && m->stream_index < m->stream_count;
 }

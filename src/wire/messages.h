@@ -28,6 +28,7 @@ struct Hello {
   uint64_t link_nonce = 0;
   uint16_t stream_index = 0;
   uint16_t stream_count = 1;
+  uint32_t heartbeat_ms = 0;  // the initiator pings at least this often; 0: never
   HostIdentity host;
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -40,8 +41,13 @@ std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> bo
   return r;
 }
 
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name)
-    : fd_(fd), polled_fd_(fd), worker_(worker), name_(std::move(name)) {}
+    : fd_(fd), polled_fd_(fd), worker_(worker), name_(std::move(name)), last_rx_ms_(SteadyMillis()) {}
 
 InitiatorStream::~InitiatorStream() {
   if (fd_ >= 0) close(fd_);
@@ -125,7 +131,10 @@ void InitiatorStream::OnEvents(uint32_t events) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return;
     if (events & EPOLLOUT) SendLocked(&fin);
-    if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) RecvLocked(&fin);
+    if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+      last_rx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
+      RecvLocked(&fin);
+    }
   }
   Complete(&fin);
 }

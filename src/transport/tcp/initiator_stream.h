@@ -65,6 +65,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void Close(const char *why);
   bool closed() const { return closed_.load(); }
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // When bytes last arrived (or the stream opened), steady-clock ms.
+  int64_t last_rx_ms() const { return last_rx_ms_.load(std::memory_order_relaxed); }
   const std::string &name() const { return name_; }
 
  private:
@@ -90,6 +92,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   const std::string name_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
+  std::atomic<int64_t> last_rx_ms_;
   std::deque<std::unique_ptr<Request>> q_;
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   uint64_t next_id_ = 1;
@@ -104,6 +107,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   IovCursor part_;
   size_t part_left_ = 0;
 };
+
+int64_t SteadyMillis();
 
 // Builds a request; the stream assigns its id and header at Submit.
 std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> body,

@@ -39,7 +39,7 @@ uint32_t MaxBody(wire::MsgType t) {
 
 TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer)
     : fd_(fd), worker_(worker), ctx_(ctx), peer_(std::move(peer)), who_(peer_) {
-  created_ = last_progress_ = std::chrono::steady_clock::now();
+  created_ = last_progress_ = last_rx_ = std::chrono::steady_clock::now();
   interest_ = EPOLLIN;
 }
 
@@ -50,7 +50,10 @@ TargetStream::~TargetStream() {
 void TargetStream::OnEvents(uint32_t events) {
   if (fd_ < 0) return;
   if (events & EPOLLOUT) Send();
-  if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) Recv();
+  if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+    last_rx_ = std::chrono::steady_clock::now();
+    Recv();
+  }
   if (fd_ >= 0) UpdateInterest();
 }
 
@@ -58,6 +61,10 @@ void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
   if (fd_ < 0) return;
   if (!hello_done_ && now - created_ > kHandshakeTimeout) {
     CloseStream("no handshake within 10 s", true);
+    return;
+  }
+  if (heartbeat_ms_ > 0 && now - last_rx_ > 3 * std::chrono::milliseconds(heartbeat_ms_)) {
+    CloseStream("no heartbeat from the initiator for 3 intervals of " + std::to_string(heartbeat_ms_) + " ms", true);
     return;
   }
   bool holds_revoked = payload_pins_.AnyRevoked();
@@ -304,6 +311,7 @@ bool TargetStream::OnHello() {
   }
   hello_done_ = true;
   link_key_ = hello.link_nonce;
+  heartbeat_ms_ = hello.heartbeat_ms;
   HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,
             static_cast<unsigned>(hello.stream_count), Hex(hello.link_nonce).c_str());
   return true;

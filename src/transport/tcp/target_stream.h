@@ -67,11 +67,13 @@ class TargetStream : public Pollable {
   const std::string peer_;
   std::string who_;  // peer_ plus the engine name once known, for logs
   uint64_t link_key_ = 0;
+  uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
   bool close_after_flush_ = false;
   uint32_t interest_ = 0;
   std::chrono::steady_clock::time_point created_;
   std::chrono::steady_clock::time_point last_progress_;
+  std::chrono::steady_clock::time_point last_rx_;
 
   enum class Rx { kHeader, kBody, kPayload, kDiscard };
   Rx rx_ = Rx::kHeader;

@@ -82,6 +82,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   hello.link_nonce = RandomNonce();
   hello.stream_count = static_cast<uint16_t>(params.streams);
   hello.host = params.host;
+  hello.heartbeat_ms = params.heartbeat_ms;
   for (uint32_t i = 0; i < params.streams; ++i) {
     std::string why;
     int fd = -1;
@@ -188,6 +189,34 @@ void TcpLink::Cancel(const Completion *done) {
 
 void TcpLink::Close(const char *why) {
   for (auto &s : streams_) s->Close(why);
+}
+
+bool TcpLink::idle() const {
+  for (const auto &s : streams_) {
+    if (s->queued() != 0) return false;
+  }
+  return true;
+}
+
+bool TcpLink::CheckAlive(int64_t interval_ms) {
+  const int64_t now = SteadyMillis();
+  for (const auto &s : streams_) {
+    if (s->closed()) return false;
+    int64_t quiet = now - s->last_rx_ms();
+    if (s->queued() > 0) {
+      if (quiet > 2 * interval_ms) {
+        HIXL_LOGE("%s: nothing received for %lld ms with %zu request(s) outstanding; the peer is gone",
+                  s->name().c_str(), static_cast<long long>(quiet), s->queued());
+        return false;
+      }
+    } else if (quiet >= interval_ms) {
+      std::vector<std::unique_ptr<Request>> ping;
+      ping.push_back(MakeRequest(wire::MsgType::kPing, {}, std::make_shared<Completion>()));
+      ping.back()->done->AddParts(1);
+      s->Submit(&ping);
+    }
+  }
+  return true;
 }
 
 bool TcpLink::broken() const {

@@ -23,6 +23,7 @@ struct LinkParams {
   std::string local_name;   // our engine's name, for the peer's logs
   EngineAddress remote;
   uint32_t streams = 2;
+  uint32_t heartbeat_ms = 0;  // told to the target, which drops links silent for 3x this
   wire::HostIdentity host;
 };
 
@@ -51,6 +52,12 @@ class TcpLink {
   void Close(const char *why);
   // True once any stream has closed: the link can no longer carry batches.
   bool broken() const;
+  // True when no stream has a request outstanding.
+  bool idle() const;
+  // Heartbeat, called every so often: sends a PING on streams that have
+  // been quiet for `interval_ms`; returns false when a stream with requests
+  // outstanding has received nothing for twice that (the peer is gone).
+  bool CheckAlive(int64_t interval_ms);
   const std::string &remote_name() const { return remote_name_; }
 
  private:

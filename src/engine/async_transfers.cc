@@ -1,0 +1,101 @@
+#include "engine/async_transfers.h"
+
+#include "common/log.h"
+
+namespace hixl {
+namespace {
+
+TransferStatus ToTransferStatus(Status s) {
+  if (s == SUCCESS) return TransferStatus::COMPLETED;
+  if (s == TIMEOUT) return TransferStatus::TIMEOUT;
+  return TransferStatus::FAILED;
+}
+
+}  // namespace
+
+TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t->id = next_id_++;
+    reqs_[t->id] = t;
+  }
+  // The callback owns `t` until it runs, which breaks the t -> done -> t cycle.
+  t->done->SetOnFinish([t] {
+    Status s = SUCCESS;
+    t->done->Poll(&s);
+    if (s != SUCCESS) {
+      t->link->tcp->Cancel(t->done.get());
+      HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t->id),
+                t->link->name.c_str(), s);
+    }
+    t->pins.Release();
+    t->link.Reset();
+    t->status.store(ToTransferStatus(s));
+  });
+  return reinterpret_cast<TransferReq>(static_cast<uintptr_t>(t->id));
+}
+
+Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
+  auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(req));
+  std::shared_ptr<AsyncTransfer> t;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reqs_.find(id);
+    if (it == reqs_.end()) {
+      HIXL_LOGE("GetTransferStatus: request %p is unknown or was already reported finished", req);
+      return PARAM_INVALID;
+    }
+    t = it->second;
+  }
+  if (t->status.load() == TransferStatus::WAITING && t->deadline.Expired()) t->done->Finish(TIMEOUT);
+  *status = t->status.load();
+  if (*status != TransferStatus::WAITING) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reqs_.erase(id);
+  }
+  return SUCCESS;
+}
+
+void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results) {
+  ExpireOverdue();
+  results->clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = reqs_.begin(); it != reqs_.end() && results->size() < args.max_query_count;) {
+    TransferStatus st = it->second->status.load();
+    if (st == TransferStatus::WAITING && args.skip_waiting) {
+      ++it;
+      continue;
+    }
+    TransferResult r;
+    r.req = reinterpret_cast<TransferReq>(static_cast<uintptr_t>(it->first));
+    r.user_data = it->second->user_data;
+    r.status = st;
+    results->push_back(r);
+    it = st == TransferStatus::WAITING ? std::next(it) : reqs_.erase(it);
+  }
+}
+
+std::vector<std::shared_ptr<AsyncTransfer>> AsyncTransfers::Waiting(bool overdue_only) {
+  std::vector<std::shared_ptr<AsyncTransfer>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto &[id, t] : reqs_) {
+    if (t->status.load() == TransferStatus::WAITING && (!overdue_only || t->deadline.Expired())) out.push_back(t);
+  }
+  return out;
+}
+
+void AsyncTransfers::ExpireOverdue() {
+  // Finish outside the table lock: finishing cancels on the link's streams.
+  for (const auto &t : Waiting(true)) t->done->Finish(TIMEOUT);
+}
+
+void AsyncTransfers::FailAll() {
+  for (const auto &t : Waiting(false)) t->done->Finish(FAILED);
+}
+
+size_t AsyncTransfers::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reqs_.size();
+}
+
+}  // namespace hixl

@@ -1,0 +1,57 @@
+// async_transfers.h: the requests of TransferAsync, from submission until
+// GetTransferStatus has reported them finished.
+//
+// A request's status turns from WAITING only after the engine has let go of
+// its buffers: a failed or timed-out request is cancelled on every stream
+// and its pins released first. So a user who sees COMPLETED, FAILED or
+// TIMEOUT may reuse the buffers at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/completion.h"
+#include "common/deadline.h"
+#include "engine/link.h"
+#include "hixl/hixl_types.h"
+#include "memory/registry.h"
+
+namespace hixl {
+
+struct AsyncTransfer {
+  uint64_t id = 0;
+  const void *user_data = nullptr;
+  Deadline deadline = Deadline::Never();
+  LinkRef link;
+  PinSet pins;
+  std::shared_ptr<Completion> done = std::make_shared<Completion>();
+  std::atomic<TransferStatus> status{TransferStatus::WAITING};
+};
+
+class AsyncTransfers {
+ public:
+  // Registers `t` (assigning its id) and arms its completion: when it
+  // finishes, the rest is cancelled, pins and link released, status set.
+  TransferReq Add(const std::shared_ptr<AsyncTransfer> &t);
+  // PARAM_INVALID for an unknown or already reported request.
+  Status Query(TransferReq req, TransferStatus *status);
+  void QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results);
+  // Finishes with TIMEOUT every request past its deadline.
+  void ExpireOverdue();
+  // Finishes every request still waiting with FAILED (Finalize).
+  void FailAll();
+  size_t size();
+
+ private:
+  std::vector<std::shared_ptr<AsyncTransfer>> Waiting(bool overdue_only);
+
+  std::mutex mu_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::shared_ptr<AsyncTransfer>> reqs_;  // by id: submission order
+};
+
+}  // namespace hixl

@@ -1,0 +1,279 @@
+// engine_connect.cc: links to remote engines: Connect and Disconnect, their
+// async versions on the connect pool, auto-connect, heartbeats.
+#include <algorithm>
+
+#include "common/log.h"
+#include "engine/engine.h"
+
+namespace hixl {
+
+Status Engine::RemoteKey(const char *call, const std::string &remote, std::string *key, EngineAddress *addr) {
+  EngineAddress a;
+  std::string why;
+  if (!ParseEngineAddress(remote, &a, &why)) {
+    HIXL_LOGE("%s: remote_engine '%s' is malformed: %s", call, remote.c_str(), why.c_str());
+    return PARAM_INVALID;
+  }
+  if (!a.has_port || a.port == 0) {
+    HIXL_LOGE("%s: remote_engine '%s' has no port; a remote must be a server (ip:port)", call, remote.c_str());
+    return PARAM_INVALID;
+  }
+  *key = a.ToString();
+  if (addr != nullptr) *addr = a;
+  return SUCCESS;
+}
+
+void Engine::CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why) {
+  for (auto &l : links) l->tcp->Close(why);
+  links.clear();
+}
+
+Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline) {
+  std::vector<std::shared_ptr<Link>> stale;
+  {
+    std::unique_lock<std::mutex> lock(connect_mu_);
+    // One connect per remote at a time; a second caller waits for the first.
+    if (!connect_cv_.wait_until(lock, deadline.at(), [&] { return connecting_.count(key) == 0; })) {
+      HIXL_LOGE("Connect %s: another connect to it did not finish in time", key.c_str());
+      return TIMEOUT;
+    }
+    LinkRef current = links_.Acquire(key);
+    if (current && !current->broken()) return ALREADY_CONNECTED;
+    if (current) {
+      HIXL_LOGI("Connect %s: replacing a broken link", key.c_str());
+      if (auto old = links_.Remove(key, &*current)) stale.push_back(old);
+    }
+    if (stopping_) return FAILED;
+    connecting_.insert(key);
+  }
+  CloseLinks(stale, "replaced by a new link");
+
+  auto link = std::make_shared<Link>();
+  link->name = key;
+  Status s = FAILED;
+  if (!opts_.AllowsProtocol("tcp")) {
+    HIXL_LOGE("Connect %s: no transport that protocol_desc allows reaches it (only tcp is built)", key.c_str());
+  } else {
+    tcp::LinkParams params;
+    params.local_name = name_;
+    params.remote = addr;
+    params.streams = opts_.tcp_streams_per_link;
+    params.heartbeat_ms = opts_.heartbeat_ms;
+    params.host = host_;
+    wire::HelloAck ack;
+    s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
+    if (s == SUCCESS) link->remote_regions.Replace(std::move(ack.regions));
+  }
+  if (s == SUCCESS) {
+    link->Touch();
+    std::vector<std::shared_ptr<Link>> evicted;
+    s = links_.Insert(link, &evicted);
+    CloseLinks(evicted, "closed by the channel pool (idle)");
+    if (s != SUCCESS) link->tcp->Close("the channel pool is full");
+  }
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    connecting_.erase(key);
+    connect_cv_.notify_all();
+  }
+  if (s == SUCCESS && stopping_) {
+    // Shutdown may have emptied the table before we added to it.
+    if (auto l = links_.Remove(key, link.get())) l->tcp->Close("engine is finalizing");
+    return FAILED;
+  }
+  if (s == SUCCESS) {
+    HIXL_LOGI("Connect %s: link up over tcp with %u stream(s)", key.c_str(), opts_.tcp_streams_per_link);
+  }
+  return s;
+}
+
+Status Engine::Connect(const std::string &remote, int32_t timeout_ms) {
+  std::string key;
+  EngineAddress addr;
+  Status s = RemoteKey("Connect", remote, &key, &addr);
+  if (s != SUCCESS) return s;
+  if (timeout_ms <= 0) {
+    HIXL_LOGE("Connect %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  s = OpenLink(key, addr, Deadline::AfterMillis(timeout_ms));
+  if (s == ALREADY_CONNECTED) HIXL_LOGW("Connect %s: already connected", key.c_str());
+  return s;
+}
+
+Status Engine::Disconnect(const std::string &remote, int32_t timeout_ms) {
+  std::string key;
+  Status s = RemoteKey("Disconnect", remote, &key);
+  if (s != SUCCESS) return s;
+  if (timeout_ms <= 0) {
+    HIXL_LOGE("Disconnect %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  bool evicted = links_.WasEvicted(key);
+  auto link = links_.Remove(key);
+  if (link == nullptr) {
+    if (evicted) return SUCCESS;  // the channel pool closed it already
+    HIXL_LOGE("Disconnect %s: not connected", key.c_str());
+    return NOT_CONNECTED;
+  }
+  // Closing fails what is in flight; the remote sees the streams end and
+  // releases its side.
+  link->tcp->Close("disconnected by the user");
+  HIXL_LOGI("Disconnect %s: done", key.c_str());
+  return SUCCESS;
+}
+
+Status Engine::UseLink(const char *call, const std::string &key, Deadline deadline, LinkRef *out) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    LinkRef ref = links_.Acquire(key);
+    if (ref && !ref->broken()) {
+      *out = std::move(ref);
+      return SUCCESS;
+    }
+    if (ref) {
+      if (!opts_.auto_connect) {
+        HIXL_LOGE("%s %s: the link is broken (peer gone?); Disconnect and Connect again, or use AutoConnect", call,
+                  key.c_str());
+        return FAILED;
+      }
+      std::vector<std::shared_ptr<Link>> stale;
+      if (auto old = links_.Remove(key, &*ref)) stale.push_back(old);
+      ref.Reset();
+      CloseLinks(stale, "broken; reconnecting");
+    } else if (!opts_.auto_connect && !links_.WasEvicted(key)) {
+      HIXL_LOGE("%s %s: not connected", call, key.c_str());
+      return NOT_CONNECTED;
+    }
+    EngineAddress addr;
+    std::string why;
+    ParseEngineAddress(key, &addr, &why);  // canonical already
+    HIXL_LOGI("%s %s: connecting first", call, key.c_str());
+    Status s = OpenLink(key, addr, deadline);
+    if (s != SUCCESS && s != ALREADY_CONNECTED) {
+      HIXL_LOGE("%s %s: connecting failed with status %u", call, key.c_str(), s);
+      return s;
+    }
+  }
+  HIXL_LOGE("%s %s: the link broke again right after connecting", call, key.c_str());
+  return FAILED;
+}
+
+void Engine::SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status) {
+  std::lock_guard<std::mutex> lock(connect_mu_);
+  auto it = async_connect_.find(key);
+  if (it != async_connect_.end() && it->second.seq == seq) it->second.status = status;
+}
+
+Status Engine::QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect) {
+  std::string key;
+  Status s = RemoteKey(call, remote, &key);
+  if (s != SUCCESS) return s;
+  if (timeout_ms <= 0) {
+    HIXL_LOGE("%s %s: timeout_in_millis=%d must be > 0", call, key.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  uint64_t seq;
+  AsyncConnectEntry previous;
+  bool had_previous;
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    seq = ++async_seq_;
+    auto it = async_connect_.find(key);
+    had_previous = it != async_connect_.end();
+    if (had_previous) previous = it->second;
+    async_connect_[key] = {seq, connect ? AsyncConnectStatus::CONNECT_PENDING : AsyncConnectStatus::DISCONNECT_PENDING};
+  }
+  bool queued = connect_pool_.Submit(key, [this, key, seq, timeout_ms, connect] {
+    SetAsyncStatus(key, seq, connect ? AsyncConnectStatus::CONNECTING : AsyncConnectStatus::DISCONNECTING);
+    if (connect) {
+      Status r = Connect(key, timeout_ms);
+      SetAsyncStatus(key, seq,
+                     r == SUCCESS || r == ALREADY_CONNECTED ? AsyncConnectStatus::CONNECTED
+                                                           : AsyncConnectStatus::CONNECT_FAILED);
+    } else {
+      Disconnect(key, timeout_ms);
+      SetAsyncStatus(key, seq, AsyncConnectStatus::NOT_CONNECT);
+    }
+  });
+  if (queued) return SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    auto it = async_connect_.find(key);
+    if (it != async_connect_.end() && it->second.seq == seq) {
+      if (had_previous) {
+        it->second = previous;
+      } else {
+        async_connect_.erase(it);
+      }
+    }
+  }
+  if (stopping_) return FAILED;
+  HIXL_LOGE("%s %s: the connect pool queue is full (connect_pool.task_queue_capacity=%u)", call, key.c_str(),
+            opts_.connect_pool_queue);
+  return RESOURCE_EXHAUSTED;
+}
+
+Status Engine::ConnectAsync(const std::string &remote, int32_t timeout_ms) {
+  return QueueConnectTask("ConnectAsync", remote, timeout_ms, true);
+}
+
+Status Engine::DisconnectAsync(const std::string &remote, int32_t timeout_ms) {
+  return QueueConnectTask("DisconnectAsync", remote, timeout_ms, false);
+}
+
+Status Engine::GetAsyncConnectStatus(const std::string &remote, AsyncConnectStatus &status) {
+  std::string key;
+  Status s = RemoteKey("GetAsyncConnectStatus", remote, &key);
+  if (s != SUCCESS) return s;
+  AsyncConnectStatus st = AsyncConnectStatus::NOT_CONNECT;
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    auto it = async_connect_.find(key);
+    if (it != async_connect_.end()) st = it->second.status;
+  }
+  // A link that has since gone (peer died, pool closed it) is no longer connected.
+  if (st == AsyncConnectStatus::CONNECTED) {
+    LinkRef l = links_.Acquire(key);
+    if (!l || l->broken()) st = AsyncConnectStatus::NOT_CONNECT;
+  }
+  status = st;
+  return SUCCESS;
+}
+
+Status Engine::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    for (const auto &[key, entry] : async_connect_) keys.push_back(key);
+  }
+  statuses.clear();
+  for (const auto &key : keys) {
+    AsyncConnectStatus st;
+    if (GetAsyncConnectStatus(key, st) == SUCCESS) statuses[AscendString(key.c_str())] = st;
+  }
+  return SUCCESS;
+}
+
+void Engine::Housekeeping() {
+  const int64_t hb = opts_.heartbeat_ms;
+  const auto tick = std::chrono::milliseconds(100);
+  const auto hb_every = std::chrono::milliseconds(hb > 0 ? std::clamp<int64_t>(hb / 4, 100, 1000) : 1000);
+  auto next_hb = std::chrono::steady_clock::now() + hb_every;
+  std::unique_lock<std::mutex> lock(house_mu_);
+  while (!stopping_) {
+    house_cv_.wait_for(lock, tick, [this] { return stopping_.load(); });
+    if (stopping_) break;
+    lock.unlock();
+    async_.ExpireOverdue();
+    auto now = std::chrono::steady_clock::now();
+    if (hb > 0 && now >= next_hb) {
+      next_hb = now + hb_every;
+      for (const auto &l : links_.All()) {
+        if (!l->broken() && !l->tcp->CheckAlive(hb)) l->tcp->Close("heartbeat: the peer stopped answering");
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace hixl

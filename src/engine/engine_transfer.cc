@@ -1,0 +1,163 @@
+// engine_transfer.cc: batches: descriptor checks, TransferSync,
+// TransferAsync and the status of async requests.
+#include <cinttypes>
+
+#include "common/log.h"
+#include "engine/engine.h"
+#include "wire/frame.h"
+
+namespace hixl {
+namespace {
+
+const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
+
+}  // namespace
+
+Status Engine::CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key) {
+  Status s = RemoteKey(call, remote, key);
+  if (s != SUCCESS) return s;
+  if (op != READ && op != WRITE) {
+    HIXL_LOGE("%s %s: unknown operation %d", call, key->c_str(), static_cast<int>(op));
+    return PARAM_INVALID;
+  }
+  return SUCCESS;
+}
+
+Status Engine::RefreshRemoteRegions(Link &link, Deadline deadline) {
+  auto done = std::make_shared<Completion>();
+  auto result = std::make_shared<std::vector<uint8_t>>();
+  auto req = tcp::MakeRequest(wire::MsgType::kRegionsReq, {}, done);
+  req->on_reply = [result](std::vector<uint8_t> &&body) { *result = std::move(body); };
+  link.tcp->SubmitControl(std::move(req));
+  Status s = Finish(link, done, deadline);
+  if (s != SUCCESS) return s;
+  std::vector<wire::RegionInfo> regions;
+  if (!wire::DecodeRegions(result->data(), result->size(), &regions)) {
+    HIXL_LOGE("%s: malformed region table from the peer", link.name.c_str());
+    return FAILED;
+  }
+  link.remote_regions.Replace(std::move(regions));
+  return SUCCESS;
+}
+
+Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
+                            PinSet *pins, std::vector<tcp::Piece> *pieces) {
+  auto table = registry_.Snapshot();
+  const bool pool_on = opts_.buffer_pool_count > 0;
+  bool refreshed = false;
+  RegionTable::Ref hint = nullptr;
+  pieces->reserve(descs.size());
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const TransferOpDesc &d = descs[i];
+    if (d.len == 0 || d.local_addr + d.len < d.local_addr || d.remote_addr + d.len < d.remote_addr ||
+        d.local_addr == 0) {
+      HIXL_LOGE("Transfer %s %s: descriptor %zu (local=0x%" PRIxPTR " remote=0x%" PRIxPTR
+                " len=%zu) is empty, null or wraps around",
+                OpName(op), link.name.c_str(), i, d.local_addr, d.remote_addr, d.len);
+      return PARAM_INVALID;
+    }
+    RegionTable::Ref r = table->Find(d.local_addr, d.len, hint);
+    if (r != nullptr) {
+      if (r != hint && !pins->Add(*r)) r = nullptr;  // deregistered just now
+      hint = r;
+    }
+    if (r == nullptr && !pool_on) {
+      HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is not inside a registered region "
+                "(and the buffer pool is off)",
+                OpName(op), link.name.c_str(), i, d.local_addr, d.len);
+      return PARAM_INVALID;
+    }
+    if (!link.remote_regions.Contains(d.remote_addr, d.len)) {
+      // Maybe registered at the remote after our copy was taken: ask again, once per batch.
+      if (!refreshed) {
+        refreshed = true;
+        Status s = RefreshRemoteRegions(link, deadline);
+        if (s != SUCCESS) return s;
+      }
+      if (!link.remote_regions.Contains(d.remote_addr, d.len)) {
+        HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "
+                  "registered at the remote; nothing of the batch was moved",
+                  OpName(op), link.name.c_str(), i, d.remote_addr, d.len);
+        return PARAM_INVALID;
+      }
+    }
+    pieces->push_back({d.local_addr, d.remote_addr, d.len});
+  }
+  return SUCCESS;
+}
+
+Status Engine::Finish(Link &link, const std::shared_ptr<Completion> &done, Deadline deadline) {
+  Status s = done->Wait(deadline);
+  if (s == SUCCESS) return s;
+  link.tcp->Cancel(done.get());
+  // Cancel stops every part; one may have completed meanwhile, in which case
+  // the completion's own verdict stands.
+  done->Finish(s);
+  Status final_status = s;
+  done->Poll(&final_status);
+  return final_status;
+}
+
+Status Engine::TransferSync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                            int32_t timeout_ms) {
+  std::string key;
+  Status s = CheckTransferArgs("TransferSync", remote, op, &key);
+  if (s != SUCCESS) return s;
+  if (timeout_ms <= 0) {
+    HIXL_LOGE("TransferSync %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  if (descs.empty()) return SUCCESS;
+  Deadline deadline = Deadline::AfterMillis(timeout_ms);
+  LinkRef link;
+  s = UseLink("TransferSync", key, deadline, &link);
+  if (s != SUCCESS) return s;
+  PinSet pins;
+  std::vector<tcp::Piece> pieces;
+  s = PrepareBatch(*link, op, descs, deadline, &pins, &pieces);
+  if (s != SUCCESS) return s;
+  auto done = std::make_shared<Completion>();
+  link->tcp->SubmitTransfer(op == WRITE, pieces.data(), pieces.size(), done);
+  s = Finish(*link, done, deadline);
+  if (s == TIMEOUT) {
+    HIXL_LOGE("TransferSync %s %s: %zu descriptor(s) not done within %d ms", OpName(op), key.c_str(), descs.size(),
+              timeout_ms);
+  } else if (s != SUCCESS) {
+    HIXL_LOGE("TransferSync %s %s: failed with status %u", OpName(op), key.c_str(), s);
+  }
+  return s;
+}
+
+Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                             const TransferArgs &args, TransferReq &req) {
+  std::string key;
+  Status s = CheckTransferArgs("TransferAsync", remote, op, &key);
+  if (s != SUCCESS) return s;
+  auto t = std::make_shared<AsyncTransfer>();
+  t->user_data = args.user_data;
+  t->deadline = Deadline::AfterMillis(opts_.async_timeout_ms);
+  // Connecting first (AutoConnect) and refreshing the remote region table
+  // may block; HIXL's default 1 s bounds them.
+  Deadline setup = Deadline::AfterMillis(1000).Earlier(t->deadline);
+  s = UseLink("TransferAsync", key, setup, &t->link);
+  if (s != SUCCESS) return s;
+  std::vector<tcp::Piece> pieces;
+  s = PrepareBatch(*t->link, op, descs, setup, &t->pins, &pieces);
+  if (s != SUCCESS) return s;
+  req = async_.Add(t);
+  if (pieces.empty()) {
+    t->done->Finish(SUCCESS);
+  } else {
+    t->link->tcp->SubmitTransfer(op == WRITE, pieces.data(), pieces.size(), t->done);
+  }
+  return SUCCESS;
+}
+
+Status Engine::GetTransferStatus(const TransferReq &req, TransferStatus &status) { return async_.Query(req, &status); }
+
+Status Engine::GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results) {
+  async_.QueryMany(args, &results);
+  return SUCCESS;
+}
+
+}  // namespace hixl

@@ -1,0 +1,72 @@
+// link.h: the initiator's side of a link to one remote engine, and a
+// reference that marks it in use.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/remote_regions.h"
+#include "transport/tcp/tcp_link.h"
+
+namespace hixl {
+
+struct Link {
+  std::string name;  // canonical remote address, the key of the link table
+  std::unique_ptr<tcp::TcpLink> tcp;
+  RemoteRegions remote_regions;
+  // Calls and async transfers using the link now; the channel pool never
+  // closes a link with users.
+  std::atomic<int> users{0};
+  std::atomic<int64_t> last_used_ms{0};
+
+  void Touch() {
+    last_used_ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count(),
+                       std::memory_order_relaxed);
+  }
+  bool broken() const { return tcp->broken(); }
+};
+
+// Holds one use of a link (users + 1) for its lifetime.
+class LinkRef {
+ public:
+  LinkRef() = default;
+  explicit LinkRef(std::shared_ptr<Link> link) : link_(std::move(link)) {
+    if (link_) {
+      link_->users.fetch_add(1);
+      link_->Touch();
+    }
+  }
+  LinkRef(LinkRef &&other) noexcept : link_(std::move(other.link_)) {}
+  LinkRef &operator=(LinkRef &&other) noexcept {
+    if (this != &other) {
+      Reset();
+      link_ = std::move(other.link_);
+    }
+    return *this;
+  }
+  LinkRef(const LinkRef &) = delete;
+  LinkRef &operator=(const LinkRef &) = delete;
+  ~LinkRef() { Reset(); }
+
+  void Reset() {
+    if (link_) {
+      link_->Touch();
+      link_->users.fetch_sub(1);
+      link_.reset();
+    }
+  }
+  Link *operator->() const { return link_.get(); }
+  Link &operator*() const { return *link_; }
+  explicit operator bool() const { return link_ != nullptr; }
+  const std::shared_ptr<Link> &shared() const { return link_; }
+
+ private:
+  std::shared_ptr<Link> link_;
+};
+
+}  // namespace hixl

@@ -1,0 +1,54 @@
+// link_table.h: the engine's links by remote name, and the channel pool that
+// bounds them: at most max_channel links; with waterlines, reaching the high
+// mark closes idle links (least recently used first) down to the low mark.
+// A link with users is never closed. A remote whose link the pool closed is
+// remembered, so that its next use reconnects by itself.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <map>
+#include <vector>
+
+#include "engine/link.h"
+#include "engine/options.h"
+#include "hixl/hixl_types.h"
+
+namespace hixl {
+
+class LinkTable {
+ public:
+  explicit LinkTable(const EngineOptions &opts);
+
+  // The link to `name` with one use held, or an empty ref.
+  LinkRef Acquire(const std::string &name);
+  bool Contains(const std::string &name);
+  // True when the pool closed the link to `name` and nobody reconnected or
+  // disconnected it since.
+  bool WasEvicted(const std::string &name);
+  // Adds a link. Fills `closed` with the idle links the pool takes out to
+  // make room (the caller closes them). RESOURCE_EXHAUSTED when the table is
+  // full of busy links.
+  Status Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr<Link>> *closed);
+  // Removes the link to `name` (only `expected` when given); returns it.
+  std::shared_ptr<Link> Remove(const std::string &name, const Link *expected = nullptr);
+  std::vector<std::shared_ptr<Link>> All();
+  std::vector<std::shared_ptr<Link>> TakeAll();
+  size_t size();
+
+ private:
+  bool Idle(const Link &l) const;
+  // Takes idle links out, least recently used first, until `keep` remain.
+  void EvictLocked(size_t keep, const Link *spare, std::vector<std::shared_ptr<Link>> *closed);
+
+  const size_t max_;
+  const size_t high_;  // 0: no waterlines
+  const size_t low_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Link>> links_;
+  std::set<std::string> evicted_;
+};
+
+}  // namespace hixl
