@@ -9,6 +9,12 @@
 //   NOTIFIES                 -> OK <n> [<hexname>:<hexmsg> ...]
 //   CONNECT <remote> <ms>    -> OK | ERR <status>
 //   WRITE|READ <remote> <id> <off> <raddr> <len> <ms> -> OK | ERR <status>
+//   SWARM_CONNECT <server> <n> <slice> <seed>
+//                            -> OK <connected>: n more client engines, each
+//                               with a registered slice filled with seed+index
+//   SWARM_WRITE <server> <raddr> <first>
+//                            -> OK <succeeded>: every swarm engine i writes its
+//                               slice to raddr + (first + i) * slice, at once
 //   QUIT                     -> OK, then Finalize and exit 0
 //
 // Usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig JSON]
@@ -16,6 +22,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,7 +32,9 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hixl/hixl.h"
@@ -73,6 +82,24 @@ void Reply(const std::string &s) {
   std::cout << s << std::endl;  // endl flushes: the test reads line by line
 }
 
+// Client engines of this process, for the many-peers tests.
+struct SwarmMember {
+  std::unique_ptr<hixl::Hixl> engine;
+  std::vector<uint8_t> slice;
+};
+
+// Runs fn(i) for every i in [0, n) on its own thread, all at once.
+template <typename Fn>
+int RunAll(size_t n, Fn fn) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(n, 0);
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&, i] { ok[i] = fn(i) ? 1 : 0; });
+  for (auto &t : threads) t.join();
+  int sum = 0;
+  for (int v : ok) sum += v;
+  return sum;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -101,7 +128,14 @@ int main(int argc, char **argv) {
   }
   Reply("READY " + name);
 
+  // Many engines (and their sockets) in one process: lift the fd limit.
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
   std::vector<Buffer> buffers;
+  std::vector<SwarmMember> swarm;
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);
@@ -169,12 +203,49 @@ int main(int argc, char **argv) {
       std::vector<hixl::TransferOpDesc> descs{{reinterpret_cast<uintptr_t>(buffers.at(id).p + off), raddr, len}};
       s = engine.TransferSync(remote.c_str(), cmd == "READ" ? hixl::READ : hixl::WRITE, descs, ms);
       Reply(s == hixl::SUCCESS ? "OK" : "ERR " + std::to_string(s));
+    } else if (cmd == "SWARM_CONNECT") {
+      std::string server;
+      size_t n = 0, slice = 0;
+      uint64_t seed = 0;
+      in >> server >> n >> slice >> seed;
+      size_t first = swarm.size();
+      swarm.resize(first + n);
+      bool v6 = server[0] == '[';
+      int ok = RunAll(n, [&](size_t i) {
+        SwarmMember &m = swarm[first + i];
+        m.engine = std::make_unique<hixl::Hixl>();
+        m.slice.resize(slice);
+        hixl_test::FillPattern(m.slice.data(), slice, seed + first + i);
+        hixl::MemDesc d{};
+        d.addr = reinterpret_cast<uintptr_t>(m.slice.data());
+        d.len = slice;
+        hixl::MemHandle h;
+        return m.engine->Initialize(v6 ? "[::1]" : "127.0.0.1", {}) == hixl::SUCCESS &&
+               m.engine->RegisterMem(d, hixl::MEM_HOST, h) == hixl::SUCCESS &&
+               m.engine->Connect(server.c_str(), 10000) == hixl::SUCCESS;
+      });
+      Reply("OK " + std::to_string(ok));
+    } else if (cmd == "SWARM_WRITE") {
+      std::string server;
+      uintptr_t raddr = 0;
+      size_t first = 0;
+      in >> server >> raddr >> first;
+      int ok = RunAll(swarm.size(), [&](size_t i) {
+        SwarmMember &m = swarm[i];
+        std::vector<hixl::TransferOpDesc> d{
+            {reinterpret_cast<uintptr_t>(m.slice.data()), raddr + (first + i) * m.slice.size(), m.slice.size()}};
+        return m.engine->TransferSync(server.c_str(), hixl::WRITE, d, 20000) == hixl::SUCCESS;
+      });
+      Reply("OK " + std::to_string(ok));
     } else if (cmd == "QUIT") {
       Reply("OK");
       break;
     } else {
       Reply("ERR unknown command '" + cmd + "'");
     }
+  }
+  for (auto &m : swarm) {
+    if (m.engine) m.engine->Finalize();
   }
   engine.Finalize();
   return 0;

@@ -26,7 +26,17 @@ std::vector<std::string> Words(const std::string &line) {
 PeerProcess::~PeerProcess() { Stop(2000); }
 
 bool PeerProcess::Start(bool ipv6, const std::string &resource_config) {
+  return Spawn(ipv6 ? "auto6" : "auto4", resource_config);
+}
+
+bool PeerProcess::StartAt(const std::string &local_engine, const std::string &resource_config) {
+  return Spawn(local_engine, resource_config);
+}
+
+bool PeerProcess::Spawn(const std::string &mode_arg, const std::string &resource_config) {
   signal(SIGPIPE, SIG_IGN);  // a killed peer must not kill the test with it
+  Stop(1000);
+  pending_.clear();
   int to[2], from[2];
   if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) return false;
   posix_spawn_file_actions_t fa;
@@ -34,7 +44,7 @@ bool PeerProcess::Start(bool ipv6, const std::string &resource_config) {
   posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
   std::string exe = HIXL_TEST_PEER_PATH;
-  std::string mode = ipv6 ? "auto6" : "auto4";
+  std::string mode = mode_arg;
   std::vector<char *> argv = {exe.data(), mode.data()};
   std::string cfg = resource_config;
   if (!cfg.empty()) argv.push_back(cfg.data());
@@ -57,10 +67,16 @@ bool PeerProcess::Start(bool ipv6, const std::string &resource_config) {
 }
 
 std::string PeerProcess::Command(const std::string &cmd, int timeout_ms) {
-  if (!cmd.empty()) {
-    std::string line = cmd + "\n";
-    if (write(to_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return "";
-  }
+  if (!cmd.empty() && !Send(cmd)) return "";
+  return ReadLine(timeout_ms);
+}
+
+bool PeerProcess::Send(const std::string &cmd) {
+  std::string line = cmd + "\n";
+  return write(to_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
+std::string PeerProcess::ReadLine(int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     size_t nl = pending_.find('\n');

@@ -18,8 +18,14 @@ class PeerProcess {
 
   // Starts the peer as a server on a free loopback port (ipv6: ::1).
   bool Start(bool ipv6 = false, const std::string &resource_config = "");
+  // Starts the peer as a server on `local_engine` (e.g. to restart one on
+  // the address a previous peer had).
+  bool StartAt(const std::string &local_engine, const std::string &resource_config = "");
   // Sends one command; returns the reply line ("" on timeout or exit).
   std::string Command(const std::string &cmd, int timeout_ms = 30000);
+  // The two halves of Command, for commands to several peers at once.
+  bool Send(const std::string &cmd);
+  std::string ReadLine(int timeout_ms = 30000);
   // Convenience: ALLOC + optional REG; returns the buffer's address.
   uintptr_t AllocRegistered(size_t len, size_t *id, uintptr_t *handle = nullptr);
   uint64_t HashOf(size_t id, size_t off, size_t len);
@@ -31,6 +37,7 @@ class PeerProcess {
   pid_t pid() const { return pid_; }
 
  private:
+  bool Spawn(const std::string &mode, const std::string &resource_config);
   pid_t pid_ = -1;
   int to_fd_ = -1;
   int from_fd_ = -1;

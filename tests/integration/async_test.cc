@@ -1,0 +1,419 @@
+// async_test.cc: TransferAsync and its status, ConnectAsync/DisconnectAsync
+// and the connect pool, AutoConnect, heartbeats, the channel pool.
+#include <signal.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "integration/fixture.h"
+#include "integration/net_util.h"
+#include "wire/frame.h"
+#include "wire/messages.h"
+
+namespace hixl_test {
+namespace {
+
+using Options = std::map<hixl::AscendString, hixl::AscendString>;
+
+Options ResourceConfig(const std::string &json, Options base = {}) {
+  base[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = json.c_str();
+  return base;
+}
+
+// Polls `req` until it is no longer WAITING or `seconds` pass.
+hixl::TransferStatus WaitFor(hixl::Hixl &e, hixl::TransferReq req, double seconds, double *took = nullptr) {
+  auto t0 = std::chrono::steady_clock::now();
+  hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+  while (SecondsSince(t0) < seconds) {
+    if (e.GetTransferStatus(req, st) != hixl::SUCCESS) return hixl::TransferStatus::FAILED;
+    if (st != hixl::TransferStatus::WAITING) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (took != nullptr) *took = SecondsSince(t0);
+  return st;
+}
+
+hixl::AsyncConnectStatus WaitConnect(hixl::Hixl &e, const std::string &remote, hixl::AsyncConnectStatus want,
+                                     double seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  hixl::AsyncConnectStatus st = hixl::AsyncConnectStatus::NOT_CONNECT;
+  while (SecondsSince(t0) < seconds) {
+    e.GetAsyncConnectStatus(remote.c_str(), st);
+    if (st == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return st;
+}
+
+class AsyncTest : public PeerTest {
+ protected:
+  void SetUp() override { Start(Options{}); }
+  void Start(const Options &opts) {
+    StartAll("", opts);
+    remote_addr_ = peer_.AllocRegistered(kLen, &remote_id_);
+    ASSERT_NE(remote_addr_, 0u);
+    local_ = std::make_unique<LocalBuffer>(kLen);
+    RegisterLocal(*local_);
+  }
+  void Restart(const Options &opts) {
+    engine_.Finalize();
+    peer_.Stop();
+    Start(opts);
+  }
+  hixl::TransferReq Post(hixl::TransferOp op, size_t local_off, size_t remote_off, size_t len,
+                         const void *user_data = nullptr) {
+    hixl::TransferArgs args;
+    args.user_data = user_data;
+    hixl::TransferReq req = nullptr;
+    EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), op, {{local_->addr() + local_off, remote_addr_ + remote_off, len}},
+                                    args, req),
+              hixl::SUCCESS);
+    return req;
+  }
+
+  static constexpr size_t kLen = 32u << 20;
+  std::unique_ptr<LocalBuffer> local_;
+  uintptr_t remote_addr_ = 0;
+  size_t remote_id_ = 0;
+};
+
+TEST_P(AsyncTest, ErrorsAreReturnedAtOnce) {
+  hixl::TransferReq req = nullptr;
+  hixl::TransferArgs args;
+  std::vector<hixl::TransferOpDesc> ok{{local_->addr(), remote_addr_, 64}};
+  EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, ok, args, req), hixl::NOT_CONNECTED);
+  EXPECT_EQ(engine_.TransferAsync("garbage", hixl::WRITE, ok, args, req), hixl::PARAM_INVALID);
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), static_cast<hixl::TransferOp>(5), ok, args, req),
+            hixl::PARAM_INVALID);
+  std::vector<hixl::TransferOpDesc> zero{{local_->addr(), remote_addr_, 0}};
+  EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, zero, args, req), hixl::PARAM_INVALID);
+  std::vector<hixl::TransferOpDesc> outside{{local_->addr(), remote_addr_ + kLen - 8, 16}};
+  EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, outside, args, req), hixl::PARAM_INVALID);
+  hixl::TransferStatus st;
+  EXPECT_EQ(engine_.GetTransferStatus(reinterpret_cast<hixl::TransferReq>(0x7777), st), hixl::PARAM_INVALID);
+  EXPECT_EQ(engine_.GetTransferStatus(nullptr, st), hixl::PARAM_INVALID);
+}
+
+TEST_P(AsyncTest, CompletesWithDataAndIsReleasedOnceReported) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  FillPattern(local_->data(), 1u << 20, 42);
+  hixl::TransferReq w = Post(hixl::WRITE, 0, 4096, 1u << 20);
+  EXPECT_EQ(WaitFor(engine_, w, 10), hixl::TransferStatus::COMPLETED);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 4096, 1u << 20), Hash(local_->data(), 1u << 20));
+  hixl::TransferStatus st;
+  EXPECT_EQ(engine_.GetTransferStatus(w, st), hixl::PARAM_INVALID);  // released
+  hixl::TransferReq r = Post(hixl::READ, 2u << 20, 4096, 1u << 20);
+  EXPECT_EQ(WaitFor(engine_, r, 10), hixl::TransferStatus::COMPLETED);
+  EXPECT_EQ(std::memcmp(local_->data(), local_->data() + (2u << 20), 1u << 20), 0);
+}
+
+TEST_P(AsyncTest, ThousandInFlightOnOneLink) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kN = 1000;
+  constexpr size_t kBlock = 16u << 10;
+  FillPattern(local_->data(), kN * kBlock, 77);
+  std::vector<int> tags(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    tags[i] = static_cast<int>(i);
+    // Scatter: request i writes local block i to remote block (i * 7) % kN.
+    Post(hixl::WRITE, i * kBlock, ((i * 7) % kN) * kBlock, kBlock, &tags[i]);
+  }
+  std::vector<bool> seen(kN, false);
+  size_t done = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  while (done < kN && SecondsSince(t0) < 30) {
+    std::vector<hixl::TransferResult> results;
+    hixl::GetTransferStatusArgs args;
+    args.skip_waiting = true;
+    ASSERT_EQ(engine_.GetTransferStatus(args, results), hixl::SUCCESS);
+    for (const auto &r : results) {
+      ASSERT_EQ(r.status, hixl::TransferStatus::COMPLETED);
+      int tag = *static_cast<const int *>(r.user_data);
+      ASSERT_FALSE(seen[tag]) << "reported twice: " << tag;
+      seen[tag] = true;
+      ++done;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(done, kN);
+  for (size_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(peer_.HashOf(remote_id_, ((i * 7) % kN) * kBlock, kBlock), Hash(local_->data() + i * kBlock, kBlock))
+        << "block " << i;
+  }
+}
+
+TEST_P(AsyncTest, BulkQueryHonoursMaxCountAndSkipWaiting) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  std::vector<hixl::TransferReq> finished;
+  for (int i = 0; i < 4; ++i) finished.push_back(Post(hixl::WRITE, 0, i * 4096, 4096));
+  // Let them finish without asking (4 KiB each on loopback: microseconds).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  peer_.Kill(SIGSTOP);
+  for (int i = 0; i < 3; ++i) Post(hixl::READ, 1u << 20, 0, 1u << 20);  // stuck: WAITING
+  std::vector<hixl::TransferResult> results;
+  hixl::GetTransferStatusArgs two;
+  two.max_query_count = 2;
+  ASSERT_EQ(engine_.GetTransferStatus(two, results), hixl::SUCCESS);
+  EXPECT_EQ(results.size(), 2u);
+  for (const auto &r : results) EXPECT_EQ(r.status, hixl::TransferStatus::COMPLETED);
+  hixl::GetTransferStatusArgs finished_only;
+  finished_only.skip_waiting = true;
+  ASSERT_EQ(engine_.GetTransferStatus(finished_only, results), hixl::SUCCESS);
+  EXPECT_EQ(results.size(), 2u);  // the other two finished; the stuck three are skipped
+  hixl::GetTransferStatusArgs all;
+  ASSERT_EQ(engine_.GetTransferStatus(all, results), hixl::SUCCESS);
+  EXPECT_EQ(results.size(), 3u);
+  for (const auto &r : results) EXPECT_EQ(r.status, hixl::TransferStatus::WAITING);
+  peer_.Kill(SIGCONT);
+}
+
+TEST_P(AsyncTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
+  Restart(ResourceConfig("{\"async_transfer.timeout_ms\": 300}"));
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  peer_.Kill(SIGSTOP);
+  hixl::TransferReq r = Post(hixl::READ, 0, 0, 16u << 20);
+  double took = 0;
+  EXPECT_EQ(WaitFor(engine_, r, 5, &took), hixl::TransferStatus::TIMEOUT);
+  EXPECT_GE(took, 0.25);
+  EXPECT_LT(took, 1.3);
+  uint64_t h = Hash(local_->data(), 16u << 20);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Hash(local_->data(), 16u << 20), h);
+  peer_.Kill(SIGCONT);
+}
+
+TEST_P(AsyncTest, PeerKilledWithTransfersInFlight) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  std::vector<hixl::TransferReq> reqs;
+  for (int i = 0; i < 200; ++i) reqs.push_back(Post(i % 2 ? hixl::READ : hixl::WRITE, (i % 16) << 20, (i % 16) << 20, 1u << 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  peer_.Kill(SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  int completed = 0, failed = 0;
+  for (auto r : reqs) {
+    hixl::TransferStatus st = WaitFor(engine_, r, 5);
+    if (st == hixl::TransferStatus::COMPLETED) ++completed;
+    if (st == hixl::TransferStatus::FAILED || st == hixl::TransferStatus::TIMEOUT) ++failed;
+  }
+  EXPECT_EQ(completed + failed, 200);
+  EXPECT_GT(failed, 0);
+  EXPECT_LT(SecondsSince(t0), 2.0);
+}
+
+TEST_P(AsyncTest, ConnectAsyncStatesAndDisconnectAsync) {
+  hixl::AsyncConnectStatus st;
+  EXPECT_EQ(engine_.GetAsyncConnectStatus(remote_.c_str(), st), hixl::SUCCESS);
+  EXPECT_EQ(st, hixl::AsyncConnectStatus::NOT_CONNECT);
+  EXPECT_EQ(engine_.ConnectAsync("nonsense", 1000), hixl::PARAM_INVALID);
+  EXPECT_EQ(engine_.ConnectAsync(remote_.c_str(), 0), hixl::PARAM_INVALID);
+  EXPECT_EQ(engine_.DisconnectAsync(remote_.c_str(), -1), hixl::PARAM_INVALID);
+  ASSERT_EQ(engine_.ConnectAsync(remote_.c_str(), 3000), hixl::SUCCESS);
+  EXPECT_EQ(WaitConnect(engine_, remote_, hixl::AsyncConnectStatus::CONNECTED, 5), hixl::AsyncConnectStatus::CONNECTED);
+  std::map<hixl::AscendString, hixl::AsyncConnectStatus> all;
+  ASSERT_EQ(engine_.GetAsyncConnectStatus(all), hixl::SUCCESS);
+  ASSERT_EQ(all.count(remote_.c_str()), 1u);
+  EXPECT_EQ(all[remote_.c_str()], hixl::AsyncConnectStatus::CONNECTED);
+  // The link works.
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, d), hixl::SUCCESS);
+  ASSERT_EQ(engine_.DisconnectAsync(remote_.c_str(), 1000), hixl::SUCCESS);
+  EXPECT_EQ(WaitConnect(engine_, remote_, hixl::AsyncConnectStatus::NOT_CONNECT, 5),
+            hixl::AsyncConnectStatus::NOT_CONNECT);
+  EXPECT_EQ(Transfer(hixl::WRITE, d), hixl::NOT_CONNECTED);
+  // A refused remote ends CONNECT_FAILED.
+  SilentListener closed_port_holder;
+  std::string refused = "127.0.0.1:" + std::to_string(closed_port_holder.port);
+  close(closed_port_holder.fd);
+  closed_port_holder.fd = socket(AF_INET, SOCK_STREAM, 0);  // the port now refuses
+  ASSERT_EQ(engine_.ConnectAsync(refused.c_str(), 1000), hixl::SUCCESS);
+  EXPECT_EQ(WaitConnect(engine_, refused, hixl::AsyncConnectStatus::CONNECT_FAILED, 5),
+            hixl::AsyncConnectStatus::CONNECT_FAILED);
+}
+
+TEST_P(AsyncTest, MixingSyncAndAsyncConnectDoesNotCrash) {
+  for (int i = 0; i < 20; ++i) {
+    engine_.ConnectAsync(remote_.c_str(), 1000);
+    engine_.Connect(remote_.c_str(), 1000);
+    engine_.DisconnectAsync(remote_.c_str(), 1000);
+    engine_.Disconnect(remote_.c_str(), 1000);
+  }
+  hixl::AsyncConnectStatus st;
+  WaitConnect(engine_, remote_, hixl::AsyncConnectStatus::NOT_CONNECT, 5);
+  ASSERT_EQ(engine_.GetAsyncConnectStatus(remote_.c_str(), st), hixl::SUCCESS);
+  // Whatever the interleaving, the engine still connects and transfers.
+  hixl::Status s = Connect();
+  EXPECT_TRUE(s == hixl::SUCCESS || s == hixl::ALREADY_CONNECTED);
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, d), hixl::SUCCESS);
+}
+
+TEST_P(AsyncTest, AutoConnectConnectsFirstAndAfterTheRemoteRestarts) {
+  Restart({{hixl::OPTION_AUTO_CONNECT, "1"}});
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 1u << 20}};
+  FillPattern(local_->data(), 1u << 20, 5);
+  ASSERT_EQ(Transfer(hixl::WRITE, d), hixl::SUCCESS);  // no Connect: AutoConnect does it
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 1u << 20), Hash(local_->data(), 1u << 20));
+  // The remote dies and comes back on the same address (with new memory).
+  std::string name = peer_.name();
+  peer_.Kill(SIGKILL);
+  peer_.Stop();
+  ASSERT_TRUE(peer_.StartAt(name));
+  size_t id = 0;
+  uintptr_t addr = peer_.AllocRegistered(1u << 20, &id);
+  ASSERT_NE(addr, 0u);
+  FillPattern(local_->data(), 1u << 20, 6);
+  std::vector<hixl::TransferOpDesc> d2{{local_->addr(), addr, 1u << 20}};
+  ASSERT_EQ(Transfer(hixl::WRITE, d2, 5000), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(id, 0, 1u << 20), Hash(local_->data(), 1u << 20));
+  hixl::NotifyDesc n{"after", "restart"};
+  EXPECT_EQ(engine_.SendNotify(remote_.c_str(), n, 3000), hixl::SUCCESS);
+}
+
+TEST_P(AsyncTest, HeartbeatsNoticeAFrozenPeer) {
+  Restart(ResourceConfig("{\"heartbeat.interval_ms\": 200}"));
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  peer_.Kill(SIGSTOP);
+  // Ping after 200 ms quiet, dead after 400 ms more without an answer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Transfer(hixl::WRITE, d, 5000), hixl::FAILED);  // at once, not after 5 s
+  EXPECT_LT(SecondsSince(t0), 0.5);
+  peer_.Kill(SIGCONT);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTest, ::testing::Values(false, true), IpName);
+
+TEST(ConnectPool, QueueOverflowIsRESOURCE_EXHAUSTED) {
+  SilentListener silent;
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"connect_pool.thread_num\": 1, "
+                                                     "\"connect_pool.task_queue_capacity\": 2}")),
+            hixl::SUCCESS);
+  ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // runs
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // waits
+  ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // waits
+  EXPECT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(e.DisconnectAsync(silent.name().c_str(), 600), hixl::RESOURCE_EXHAUSTED);
+  hixl::AsyncConnectStatus st;
+  ASSERT_EQ(e.GetAsyncConnectStatus(silent.name().c_str(), st), hixl::SUCCESS);
+  EXPECT_EQ(st, hixl::AsyncConnectStatus::CONNECT_PENDING);  // the latest queued task
+  EXPECT_EQ(WaitConnect(e, silent.name(), hixl::AsyncConnectStatus::CONNECT_FAILED, 5),
+            hixl::AsyncConnectStatus::CONNECT_FAILED);
+  e.Finalize();
+}
+
+TEST(ConnectPool, DifferentRemotesRunConcurrentlyOneRemoteInOrder) {
+  SilentListener a, b;
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"connect_pool.thread_num\": 2}")), hixl::SUCCESS);
+  ASSERT_EQ(e.ConnectAsync(a.name().c_str(), 800), hixl::SUCCESS);
+  ASSERT_EQ(e.ConnectAsync(b.name().c_str(), 800), hixl::SUCCESS);
+  ASSERT_EQ(e.DisconnectAsync(a.name().c_str(), 800), hixl::SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  hixl::AsyncConnectStatus sa, sb;
+  e.GetAsyncConnectStatus(a.name().c_str(), sa);
+  e.GetAsyncConnectStatus(b.name().c_str(), sb);
+  EXPECT_EQ(sa, hixl::AsyncConnectStatus::DISCONNECT_PENDING);  // behind a's connect
+  EXPECT_EQ(sb, hixl::AsyncConnectStatus::CONNECTING);          // alongside a's connect
+  EXPECT_EQ(WaitConnect(e, a.name(), hixl::AsyncConnectStatus::NOT_CONNECT, 5), hixl::AsyncConnectStatus::NOT_CONNECT);
+  e.Finalize();
+}
+
+TEST(Heartbeat, TargetDropsAnInitiatorThatFallsSilent) {
+  hixl::Hixl server;
+  std::string name;
+  for (int i = 0; i < 20; ++i) {
+    SilentListener probe;
+    name = probe.name();
+    close(probe.fd);
+    probe.fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (server.Initialize(name.c_str(), {}) == hixl::SUCCESS) break;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(PortOf(name)));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  hixl::wire::Hello hello;
+  hello.initiator = "quiet";
+  hello.target = name;
+  hello.heartbeat_ms = 100;
+  std::vector<uint8_t> body;
+  hixl::wire::EncodeHello(hello, &body);
+  hixl::wire::FrameHeader h;
+  h.type = hixl::wire::MsgType::kHello;
+  h.body_len = static_cast<uint32_t>(body.size());
+  std::vector<uint8_t> frame(hixl::wire::kHeaderSize);
+  hixl::wire::EncodeHeader(h, frame.data());
+  frame.insert(frame.end(), body.begin(), body.end());
+  ASSERT_EQ(send(fd, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
+  auto t0 = std::chrono::steady_clock::now();
+  // Read the HELLO_ACK, then wait for the target to hang up on us.
+  char buf[65536];
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << "the target should close the silent stream";
+  double secs = SecondsSince(t0);
+  EXPECT_GE(secs, 0.25);
+  EXPECT_LT(secs, 1.5);
+  close(fd);
+  server.Finalize();
+}
+
+TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
+  // Three server processes: A will be busy, B idle, C is the third link.
+  PeerProcess a, b, c;
+  ASSERT_TRUE(a.Start());
+  ASSERT_TRUE(b.Start());
+  ASSERT_TRUE(c.Start());
+  size_t ida = 0, idb = 0, idc = 0;
+  uintptr_t ra = a.AllocRegistered(1u << 20, &ida), rb = b.AllocRegistered(1u << 20, &idb),
+            rc = c.AllocRegistered(1u << 20, &idc);
+  hixl::Hixl e;
+  // max 4, high 0.75 -> 3 links trigger eviction down to low 0.5 -> 2.
+  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"channel_pool.max_channel\": 4, "
+                                                     "\"channel_pool.high_waterline\": 0.75, "
+                                                     "\"channel_pool.low_waterline\": 0.5}")),
+            hixl::SUCCESS);
+  LocalBuffer local(1u << 20);
+  hixl::MemDesc md{};
+  md.addr = local.addr();
+  md.len = local.size();
+  hixl::MemHandle mh;
+  ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(a.name().c_str(), 3000), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(b.name().c_str(), 3000), hixl::SUCCESS);
+  std::vector<hixl::TransferOpDesc> db{{local.addr(), rb, 4096}};
+  ASSERT_EQ(e.TransferSync(b.name().c_str(), hixl::WRITE, db, 3000), hixl::SUCCESS);  // B used before A
+  // A busy: an async READ stuck on a frozen A.
+  a.Kill(SIGSTOP);
+  hixl::TransferReq busy = nullptr;
+  ASSERT_EQ(e.TransferAsync(a.name().c_str(), hixl::READ, {{local.addr(), ra, 1u << 20}}, hixl::TransferArgs{}, busy),
+            hixl::SUCCESS);
+  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 2);
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  ASSERT_EQ(e.Connect(c.name().c_str(), 3000), hixl::SUCCESS);  // third link: high waterline reached
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 2) << "the busy link was closed";
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 0) << "the idle link was kept";
+  EXPECT_EQ(CountEstablishedTo(PortOf(c.name())), 2);
+  a.Kill(SIGCONT);
+  EXPECT_EQ(WaitFor(e, busy, 10), hixl::TransferStatus::COMPLETED);
+  // B reconnects by itself on its next use (AutoConnect is off).
+  EXPECT_EQ(e.TransferSync(b.name().c_str(), hixl::WRITE, db, 3000), hixl::SUCCESS);
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  std::vector<hixl::TransferOpDesc> dc{{local.addr(), rc, 4096}};
+  EXPECT_EQ(e.TransferSync(c.name().c_str(), hixl::WRITE, dc, 3000), hixl::SUCCESS);
+  e.Finalize();
+}
+
+}  // namespace
+}  // namespace hixl_test
