@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,10 +24,12 @@ LogLevel ReadLevel() {
   return LogLevel::kWarn;
 }
 
-LogLevel Level() {
-  static const LogLevel level = ReadLevel();
+std::atomic<int> &LevelVar() {
+  static std::atomic<int> level{static_cast<int>(ReadLevel())};
   return level;
 }
+
+LogLevel Level() { return static_cast<LogLevel>(LevelVar().load(std::memory_order_relaxed)); }
 
 const char *Basename(const char *path) {
   const char *slash = std::strrchr(path, '/');
@@ -36,6 +39,8 @@ const char *Basename(const char *path) {
 }  // namespace
 
 bool LogEnabled(LogLevel level) { return level <= Level(); }
+
+void SetLogLevel(LogLevel level) { LevelVar().store(static_cast<int>(level)); }
 
 void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...) {
   static const char kTag[] = {'E', 'W', 'I', 'D'};

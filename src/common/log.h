@@ -10,6 +10,8 @@ enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 // True when messages of `level` are printed.
 bool LogEnabled(LogLevel level);
+// Overrides HIXL_LOG_LEVEL from now on (tests that read the log use it).
+void SetLogLevel(LogLevel level);
 void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -24,7 +24,7 @@ TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
     Status s = SUCCESS;
     t->done->Poll(&s);
     if (s != SUCCESS) {
-      t->link->tcp->Cancel(t->done.get());
+      t->link->data().Cancel(t->done.get());
       HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t->id),
                 t->link->name.c_str(), s);
     }

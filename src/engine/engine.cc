@@ -51,8 +51,10 @@ Status Engine::Start(const EngineAddress &local) {
   local_ = local;
   name_ = local.ToString();
   host_ = LocalHostIdentity();
-  if (!opts_.AllowsProtocol("tcp")) {
-    HIXL_LOGW("Initialize %s: protocol_desc excludes tcp; links will need another transport", name_.c_str());
+  if (!opts_.AllowsProtocol("tcp") && !opts_.AllowsProtocol("shm")) {
+    HIXL_LOGW("Initialize %s: protocol_desc allows neither tcp nor shm, the transports of this build: every "
+              "Connect will fail",
+              name_.c_str());
   }
   for (uint32_t i = 0; i < opts_.io_threads; ++i) {
     workers_.push_back(std::make_unique<tcp::IoWorker>("hixl-io" + std::to_string(i)));
@@ -121,7 +123,12 @@ Status Engine::DeregisterMem(MemHandle handle) {
     HIXL_LOGE("DeregisterMem: handle is null");
     return PARAM_INVALID;
   }
-  registry_.Deregister(handle);
+  std::shared_ptr<Region> r = registry_.Revoke(handle);
+  if (r == nullptr) return SUCCESS;
+  // Peers on this host copy into our memory themselves: they forget the
+  // region (and finish copies into it) before we go on.
+  revocation_.RevokeEverywhere({r->addr, r->len}, kRevokeLimit);
+  registry_.WaitUnpinned(*r);
   return SUCCESS;
 }
 
@@ -149,7 +156,7 @@ Status Engine::SendNotify(const std::string &remote, const NotifyDesc &notify, i
   wire::EncodeNotify(n, &body);
   auto done = std::make_shared<Completion>();
   link->tcp->SubmitControl(tcp::MakeRequest(wire::MsgType::kNotifyReq, std::move(body), done));
-  s = Finish(*link, done, deadline);
+  s = Finish(*link->tcp, done, deadline);
   if (s != SUCCESS) HIXL_LOGE("SendNotify %s: name '%s' failed with status %u", key.c_str(), n.name.c_str(), s);
   return s;
 }
@@ -181,5 +188,16 @@ Status Engine::OnHello(const wire::Hello &hello, wire::HelloAck *ack) {
 Status Engine::OnNotify(uint64_t link_key, wire::Notify &&notify) {
   return inbox_.Push(link_key, std::move(notify.name), std::move(notify.msg));
 }
+
+bool Engine::SameHost(const wire::HostIdentity &other) const {
+  return !host_.boot_id.empty() && other.boot_id == host_.boot_id && other.pid_ns == host_.pid_ns && other.pid != 0;
+}
+
+void Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
+  // Only a peer on this host can copy into our memory without asking.
+  if (SameHost(hello.host)) revocation_.AddPeer(stream);
+}
+
+void Engine::OnControlStreamClosed(tcp::TargetStream *stream) { revocation_.RemovePeer(stream); }
 
 }  // namespace hixl

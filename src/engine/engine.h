@@ -28,6 +28,7 @@
 #include "engine/link_table.h"
 #include "engine/notify_inbox.h"
 #include "engine/options.h"
+#include "engine/revocation.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
 #include "transport/tcp/io_worker.h"
@@ -74,6 +75,12 @@ class Engine : public tcp::TargetContext {
   std::vector<wire::RegionInfo> ExportRegions() override { return registry_.Export(); }
   Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) override;
   Status OnNotify(uint64_t link_key, wire::Notify &&notify) override;
+  void OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
+  void OnControlStreamClosed(tcp::TargetStream *stream) override;
+  void OnRevokeAck(uint64_t id) override { revocation_.OnAck(id); }
+
+  // How long DeregisterMem waits for same-host peers to forget a region.
+  static constexpr std::chrono::seconds kRevokeLimit{10};
 
  private:
   // The state of the latest ConnectAsync/DisconnectAsync task of a remote.
@@ -95,6 +102,11 @@ class Engine : public tcp::TargetContext {
   // is on or the channel pool closed the link. NOT_CONNECTED, FAILED (broken
   // link, no AutoConnect) or a connect failure otherwise; all logged.
   Status UseLink(const char *call, const std::string &key, Deadline deadline, LinkRef *out);
+  // After the handshake: picks the link's data path (shm or tcp) within
+  // protocol_desc; returns the number of TCP streams the link needs, 0 when
+  // no allowed transport reaches the remote.
+  uint32_t ChooseTransport(Link &link, const wire::HelloAck &ack);
+  bool SameHost(const wire::HostIdentity &other) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
   Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect);
@@ -104,10 +116,11 @@ class Engine : public tcp::TargetContext {
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
   // (logged) names the first bad descriptor.
   Status PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                      PinSet *pins, std::vector<tcp::Piece> *pieces);
+                      PinSet *pins, std::vector<Piece> *pieces);
   Status RefreshRemoteRegions(Link &link, Deadline deadline);
-  // Waits for `done`; on failure or timeout cancels what is left of it.
-  Status Finish(Link &link, const std::shared_ptr<Completion> &done, Deadline deadline);
+  // Waits for `done`; on failure or timeout cancels what is left of it on
+  // `channel` (the link's data path, or its TCP link for control messages).
+  Status Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline);
   // Checks shared by TransferSync and TransferAsync.
   Status CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key);
 
@@ -118,6 +131,7 @@ class Engine : public tcp::TargetContext {
   Registry registry_;
   NotifyInbox inbox_;
   LinkTable links_;
+  Revocation revocation_;
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<tcp::IoWorker>> workers_;

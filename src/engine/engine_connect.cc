@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "engine/engine.h"
+#include "transport/shm/shm_channel.h"
 
 namespace hixl {
 
@@ -50,20 +51,34 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
 
   auto link = std::make_shared<Link>();
   link->name = key;
-  Status s = FAILED;
-  if (!opts_.AllowsProtocol("tcp")) {
-    HIXL_LOGE("Connect %s: no transport that protocol_desc allows reaches it (only tcp is built)", key.c_str());
-  } else {
-    tcp::LinkParams params;
-    params.local_name = name_;
-    params.remote = addr;
-    params.streams = opts_.tcp_streams_per_link;
-    params.heartbeat_ms = opts_.heartbeat_ms;
-    params.host = host_;
-    wire::HelloAck ack;
-    s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
-    if (s == SUCCESS) link->remote_regions.Replace(std::move(ack.regions));
-  }
+  tcp::LinkParams params;
+  params.local_name = name_;
+  params.remote = addr;
+  params.heartbeat_ms = opts_.heartbeat_ms;
+  params.host = host_;
+  params.regions = &link->remote_regions;
+  params.streams_after_hello = [this, &link](const wire::HelloAck &ack) { return ChooseTransport(*link, ack); };
+  // REVOKE from the target: forget the region (waiting for copies into it),
+  // then say so. The link may be gone by then; the target then counts the
+  // closed stream as the answer.
+  std::weak_ptr<Link> weak = link;
+  params.on_push = [weak](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body) {
+    wire::RegionInfo region;
+    auto l = weak.lock();
+    if (l == nullptr || type != wire::MsgType::kRevoke || !wire::DecodeRevoke(body.data(), body.size(), &region)) {
+      return;
+    }
+    l->remote_regions.Revoke(region.addr, region.len);
+    HIXL_LOGD("%s: region 0x%llx+%llu revoked by the target", l->name.c_str(),
+              static_cast<unsigned long long>(region.addr), static_cast<unsigned long long>(region.len));
+    std::vector<std::unique_ptr<tcp::Request>> ack;
+    ack.push_back(tcp::MakeRequest(wire::MsgType::kRevokeAck, {}, std::make_shared<Completion>()));
+    ack.back()->wire_id = id;  // echoes the REVOKE's id
+    ack.back()->done->AddParts(1);
+    stream.Submit(&ack);
+  };
+  wire::HelloAck ack;
+  Status s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
   if (s == SUCCESS) {
     link->Touch();
     std::vector<std::shared_ptr<Link>> evicted;
@@ -82,9 +97,38 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
     return FAILED;
   }
   if (s == SUCCESS) {
-    HIXL_LOGI("Connect %s: link up over tcp with %u stream(s)", key.c_str(), opts_.tcp_streams_per_link);
+    HIXL_LOGI("Connect %s: link up; data over %s", key.c_str(), link->data().name());
   }
   return s;
+}
+
+uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack) {
+  const bool allow_shm = opts_.AllowsProtocol("shm");
+  const bool allow_tcp = opts_.AllowsProtocol("tcp");
+  std::string why = "it runs on another host";
+  if (allow_shm && SameHost(ack.host)) {
+    if (shm::ShmChannel::Probe(static_cast<pid_t>(ack.host.pid), &why)) {
+      // The channel asks the TCP link (set once Open returns) whether the
+      // target is still there.
+      Link *l = &link;
+      link.shm = std::make_unique<shm::ShmChannel>(
+          static_cast<pid_t>(ack.host.pid), &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); },
+          &workers_);
+      HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
+      return 1;  // one TCP stream for control
+    }
+    if (allow_tcp) {
+      HIXL_LOGW("link to %s: the kernel refuses cross-process copies (%s); falling back to tcp", link.name.c_str(),
+                why.c_str());
+    }
+  }
+  if (!allow_tcp) {
+    HIXL_LOGE("Connect %s: protocol_desc allows only shm, and shm cannot reach it: %s", link.name.c_str(),
+              why.c_str());
+    return 0;
+  }
+  HIXL_LOGI("link to %s uses tcp (%u streams)", link.name.c_str(), opts_.tcp_streams_per_link);
+  return opts_.tcp_streams_per_link;
 }
 
 Status Engine::Connect(const std::string &remote, int32_t timeout_ms) {

@@ -25,23 +25,30 @@ Status Engine::CheckTransferArgs(const char *call, const std::string &remote, Tr
 
 Status Engine::RefreshRemoteRegions(Link &link, Deadline deadline) {
   auto done = std::make_shared<Completion>();
-  auto result = std::make_shared<std::vector<uint8_t>>();
+  auto result = std::make_shared<std::string>("no reply");
   auto req = tcp::MakeRequest(wire::MsgType::kRegionsReq, {}, done);
-  req->on_reply = [result](std::vector<uint8_t> &&body) { *result = std::move(body); };
+  // Applied on the I/O thread, in stream order: a REVOKE that the target
+  // sends after this reply is applied after it, never before.
+  RemoteRegions *regions = &link.remote_regions;
+  std::string name = link.name;
+  req->on_reply = [result, regions, name](std::vector<uint8_t> &&body) {
+    std::vector<wire::RegionInfo> table;
+    if (!wire::DecodeRegions(body.data(), body.size(), &table)) {
+      HIXL_LOGE("%s: malformed region table from the peer", name.c_str());
+      *result = "malformed";
+      return;
+    }
+    regions->Replace(std::move(table));
+    *result = "ok";
+  };
   link.tcp->SubmitControl(std::move(req));
-  Status s = Finish(link, done, deadline);
+  Status s = Finish(*link.tcp, done, deadline);
   if (s != SUCCESS) return s;
-  std::vector<wire::RegionInfo> regions;
-  if (!wire::DecodeRegions(result->data(), result->size(), &regions)) {
-    HIXL_LOGE("%s: malformed region table from the peer", link.name.c_str());
-    return FAILED;
-  }
-  link.remote_regions.Replace(std::move(regions));
-  return SUCCESS;
+  return *result == "ok" ? SUCCESS : FAILED;
 }
 
 Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                            PinSet *pins, std::vector<tcp::Piece> *pieces) {
+                            PinSet *pins, std::vector<Piece> *pieces) {
   auto table = registry_.Snapshot();
   const bool pool_on = opts_.buffer_pool_count > 0;
   bool refreshed = false;
@@ -86,10 +93,10 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
   return SUCCESS;
 }
 
-Status Engine::Finish(Link &link, const std::shared_ptr<Completion> &done, Deadline deadline) {
+Status Engine::Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline) {
   Status s = done->Wait(deadline);
   if (s == SUCCESS) return s;
-  link.tcp->Cancel(done.get());
+  channel.Cancel(done.get());
   // Cancel stops every part; one may have completed meanwhile, in which case
   // the completion's own verdict stands.
   done->Finish(s);
@@ -113,12 +120,12 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   s = UseLink("TransferSync", key, deadline, &link);
   if (s != SUCCESS) return s;
   PinSet pins;
-  std::vector<tcp::Piece> pieces;
+  std::vector<Piece> pieces;
   s = PrepareBatch(*link, op, descs, deadline, &pins, &pieces);
   if (s != SUCCESS) return s;
   auto done = std::make_shared<Completion>();
-  link->tcp->SubmitTransfer(op == WRITE, pieces.data(), pieces.size(), done);
-  s = Finish(*link, done, deadline);
+  link->data().Submit(op == WRITE, pieces.data(), pieces.size(), done, deadline, /*caller_waits=*/true);
+  s = Finish(link->data(), done, deadline);
   if (s == TIMEOUT) {
     HIXL_LOGE("TransferSync %s %s: %zu descriptor(s) not done within %d ms", OpName(op), key.c_str(), descs.size(),
               timeout_ms);
@@ -141,14 +148,14 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   Deadline setup = Deadline::AfterMillis(1000).Earlier(t->deadline);
   s = UseLink("TransferAsync", key, setup, &t->link);
   if (s != SUCCESS) return s;
-  std::vector<tcp::Piece> pieces;
+  std::vector<Piece> pieces;
   s = PrepareBatch(*t->link, op, descs, setup, &t->pins, &pieces);
   if (s != SUCCESS) return s;
   req = async_.Add(t);
   if (pieces.empty()) {
     t->done->Finish(SUCCESS);
   } else {
-    t->link->tcp->SubmitTransfer(op == WRITE, pieces.data(), pieces.size(), t->done);
+    t->link->data().Submit(op == WRITE, pieces.data(), pieces.size(), t->done, t->deadline, /*caller_waits=*/false);
   }
   return SUCCESS;
 }

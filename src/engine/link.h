@@ -8,14 +8,18 @@
 #include <memory>
 #include <string>
 
-#include "engine/remote_regions.h"
+#include "memory/remote_regions.h"
+#include "transport/channel.h"
 #include "transport/tcp/tcp_link.h"
 
 namespace hixl {
 
 struct Link {
   std::string name;  // canonical remote address, the key of the link table
+  // Control (handshake, notifies, region tables, revocations) always, and
+  // data unless `shm` carries it.
   std::unique_ptr<tcp::TcpLink> tcp;
+  std::unique_ptr<Channel> shm;  // same-host data path, when usable
   RemoteRegions remote_regions;
   // Calls and async transfers using the link now; the channel pool never
   // closes a link with users.
@@ -29,6 +33,7 @@ struct Link {
                        std::memory_order_relaxed);
   }
   bool broken() const { return tcp->broken(); }
+  Channel &data() const { return shm ? *shm : static_cast<Channel &>(*tcp); }
 };
 
 // Holds one use of a link (users + 1) for its lifetime.

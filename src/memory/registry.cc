@@ -107,29 +107,34 @@ Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *h
 }
 
 void Registry::Deregister(MemHandle handle) {
-  std::shared_ptr<Region> r;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_id_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)));
-    if (it == by_id_.end()) {
-      HIXL_LOGI("DeregisterMem: handle %p is not registered; nothing to do", handle);
-      return;
-    }
-    r = it->second;
-    by_id_.erase(it);
-    by_range_.erase({r->addr, r->len});
-    dirty_ = true;
-    // Revoke under the lock: a later Snapshot cannot hand the region out.
-    r->revoked.store(true);
+  if (auto r = Revoke(handle)) WaitUnpinned(*r);
+}
+
+std::shared_ptr<Region> Registry::Revoke(MemHandle handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)));
+  if (it == by_id_.end()) {
+    HIXL_LOGI("DeregisterMem: handle %p is not registered; nothing to do", handle);
+    return nullptr;
   }
+  std::shared_ptr<Region> r = it->second;
+  by_id_.erase(it);
+  by_range_.erase({r->addr, r->len});
+  dirty_ = true;
+  // Revoke under the lock: a later Snapshot cannot hand the region out.
+  r->revoked.store(true);
+  return r;
+}
+
+void Registry::WaitUnpinned(const Region &r) {
   auto last_log = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(g_unpin_mu);
-  while (r->pins.load() != 0) {
+  while (r.pins.load() != 0) {
     // The timed wait also covers an unpin that raced with revoked=true.
     g_unpin_cv.wait_for(lock, std::chrono::milliseconds(5));
     if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(1)) {
       HIXL_LOGW("DeregisterMem: region 0x%lx+%zu still has %ld transfer(s) in flight; waiting",
-                static_cast<unsigned long>(r->addr), r->len, static_cast<long>(r->pins.load()));
+                static_cast<unsigned long>(r.addr), r.len, static_cast<long>(r.pins.load()));
       last_log = std::chrono::steady_clock::now();
     }
   }

@@ -77,6 +77,10 @@ class Registry {
   // stall while holding a revoked region abort themselves (see TargetStream).
   // Unknown handles are ignored.
   void Deregister(MemHandle handle);
+  // The two halves of Deregister: take the region out of every lookup and
+  // refuse new pins (nullptr for an unknown handle); wait for the pins.
+  std::shared_ptr<Region> Revoke(MemHandle handle);
+  void WaitUnpinned(const Region &r);
 
   std::shared_ptr<const RegionTable> Snapshot() const;
   std::vector<wire::RegionInfo> Export() const;

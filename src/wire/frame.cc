@@ -21,6 +21,8 @@ const char *MsgTypeName(MsgType type) {
     case MsgType::kPing: return "PING";
     case MsgType::kPong: return "PONG";
     case MsgType::kBye: return "BYE";
+    case MsgType::kRevoke: return "REVOKE";
+    case MsgType::kRevokeAck: return "REVOKE_ACK";
   }
   return "UNKNOWN";
 }
@@ -34,11 +36,14 @@ bool IsRequest(MsgType type) {
     case MsgType::kRegionsReq:
     case MsgType::kPing:
     case MsgType::kBye:
+    case MsgType::kRevokeAck:
       return true;
     default:
       return false;
   }
 }
+
+bool ExpectsReply(MsgType request) { return request != MsgType::kBye && request != MsgType::kRevokeAck; }
 
 MsgType ReplyOf(MsgType request) {
   switch (request) {
@@ -78,7 +83,7 @@ HeaderError DecodeHeader(const uint8_t in[kHeaderSize], FrameHeader *out) {
   out->req_id = r.U64();
   out->payload_len = r.U64();
   if (out->version != kVersion) return HeaderError::kBadVersion;
-  if (type < static_cast<uint8_t>(MsgType::kHello) || type > static_cast<uint8_t>(MsgType::kBye)) {
+  if (type < static_cast<uint8_t>(MsgType::kHello) || type > kMaxMsgType) {
     return HeaderError::kBadType;
   }
   out->type = static_cast<MsgType>(type);

@@ -43,13 +43,18 @@ enum class MsgType : uint8_t {
   kPing = 11,
   kPong = 12,
   kBye = 13,         // initiator is closing the link; no reply
+  kRevoke = 14,      // target -> initiator, unasked: forget a region (body: region)
+  kRevokeAck = 15,   // initiator -> target: done forgetting it; no reply
 };
+constexpr uint8_t kMaxMsgType = 15;
 
 const char *MsgTypeName(MsgType type);
 // True for the types an initiator may send (a target accepts only these).
 bool IsRequest(MsgType type);
-// The reply type of a request (kBye has none and returns kBye).
+// The reply type of a request (for those without reply: the request's type).
 MsgType ReplyOf(MsgType request);
+// False for the requests that get no reply (kBye, kRevokeAck).
+bool ExpectsReply(MsgType request);
 
 struct FrameHeader {
   uint8_t version = kVersion;

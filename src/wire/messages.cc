@@ -126,6 +126,19 @@ bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs
   return r.Done();
 }
 
+void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.U64(region.addr);
+  w.U64(region.len);
+}
+
+bool DecodeRevoke(const uint8_t *data, size_t size, RegionInfo *region) {
+  Reader r(data, size);
+  region->addr = r.U64();
+  region->len = r.U64();
+  return r.Done();
+}
+
 void EncodeNotify(const Notify &m, std::vector<uint8_t> *out) {
   Writer w(out);
   w.Str(m.name);

@@ -65,6 +65,10 @@ void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out
 // address range wraps, total fits in kMaxPayload. `total` gets the byte sum.
 bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs, uint64_t *total);
 
+// Body of REVOKE: the region, u64 addr and u64 len.
+void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out);
+bool DecodeRevoke(const uint8_t *data, size_t size, RegionInfo *region);
+
 void EncodeNotify(const Notify &m, std::vector<uint8_t> *out);
 bool DecodeNotify(const uint8_t *data, size_t size, Notify *m);
 

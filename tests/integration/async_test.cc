@@ -144,7 +144,11 @@ TEST_P(AsyncTest, ThousandInFlightOnOneLink) {
   }
 }
 
-TEST_P(AsyncTest, BulkQueryHonoursMaxCountAndSkipWaiting) {
+// Tests that freeze the peer to keep requests waiting: TCP only (shm
+// copies complete into a frozen peer).
+class AsyncTcpTest : public AsyncTest {};
+
+TEST_P(AsyncTcpTest, BulkQueryHonoursMaxCountAndSkipWaiting) {
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   std::vector<hixl::TransferReq> finished;
   for (int i = 0; i < 4; ++i) finished.push_back(Post(hixl::WRITE, 0, i * 4096, 4096));
@@ -169,7 +173,7 @@ TEST_P(AsyncTest, BulkQueryHonoursMaxCountAndSkipWaiting) {
   peer_.Kill(SIGCONT);
 }
 
-TEST_P(AsyncTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
+TEST_P(AsyncTcpTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
   Restart(ResourceConfig("{\"async_transfer.timeout_ms\": 300}"));
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   peer_.Kill(SIGSTOP);
@@ -284,7 +288,8 @@ TEST_P(AsyncTest, HeartbeatsNoticeAFrozenPeer) {
   peer_.Kill(SIGCONT);
 }
 
-INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTest, ::testing::Values(false, true), IpName);
+INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTest, AllNets(), NetName);
+INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTcpTest, TcpNets(), NetName);
 
 TEST(ConnectPool, QueueOverflowIsRESOURCE_EXHAUSTED) {
   SilentListener silent;
@@ -379,9 +384,11 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
             rc = c.AllocRegistered(1u << 20, &idc);
   hixl::Hixl e;
   // max 4, high 0.75 -> 3 links trigger eviction down to low 0.5 -> 2.
-  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"channel_pool.max_channel\": 4, "
-                                                     "\"channel_pool.high_waterline\": 0.75, "
-                                                     "\"channel_pool.low_waterline\": 0.5}")),
+  // TCP: the busy link is kept busy by freezing its peer.
+  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 4, "
+                                                                   "\"channel_pool.high_waterline\": 0.75, "
+                                                                   "\"channel_pool.low_waterline\": 0.5}"),
+                                                    "tcp")),
             hixl::SUCCESS);
   LocalBuffer local(1u << 20);
   hixl::MemDesc md{};

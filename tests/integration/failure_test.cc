@@ -90,7 +90,11 @@ TEST_P(FailureTest, PeerKilledMidReadFailsFastAndLetsGoOfTheBuffer) {
   ExpectLocalBufferQuiet();
 }
 
-TEST_P(FailureTest, FrozenPeerTimesOutWithinTheCallTimeout) {
+// Tests that freeze the peer: over shm a frozen peer still gets its data
+// (the copies need no CPU of the peer), so these are about TCP.
+class FailureTcpTest : public FailureTest {};
+
+TEST_P(FailureTcpTest, FrozenPeerTimesOutWithinTheCallTimeout) {
   double secs = 0;
   hixl::Status s = RunUntilFailure(hixl::READ, SIGSTOP, 500, &secs);
   EXPECT_EQ(s, hixl::TIMEOUT);
@@ -100,7 +104,7 @@ TEST_P(FailureTest, FrozenPeerTimesOutWithinTheCallTimeout) {
   peer_.Kill(SIGCONT);
 }
 
-TEST_P(FailureTest, DeregisterMemWaitsForTheTransferUsingTheRegion) {
+TEST_P(FailureTcpTest, DeregisterMemWaitsForTheTransferUsingTheRegion) {
   // Register a second local region, start a READ into it that cannot finish
   // (the peer is frozen), and deregister the region meanwhile.
   LocalBuffer other(1u << 20);
@@ -282,12 +286,13 @@ TEST_P(FailureTest, GarbageOnTheListeningPortLeavesGoodClientsWorking) {
   EXPECT_EQ(good, 60);
   // The peer still accepts new, well-behaved links.
   hixl::Hixl other;
-  ASSERT_EQ(other.Initialize(GetParam() ? "[::1]" : "127.0.0.1", {}), hixl::SUCCESS);
+  ASSERT_EQ(other.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", {}), hixl::SUCCESS);
   EXPECT_EQ(other.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
   other.Finalize();
 }
 
-INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, ::testing::Values(false, true), IpName);
+INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);
+INSTANTIATE_TEST_SUITE_P(Loopback, FailureTcpTest, TcpNets(), NetName);
 
 TEST(SilentListener, ConnectTimesOutInTime) {
   // The kernel completes the TCP handshake for a listening socket even if

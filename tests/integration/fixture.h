@@ -43,8 +43,31 @@ inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Parameter: true for IPv6 (::1).
-class PeerTest : public ::testing::TestWithParam<bool> {
+// How the test's initiator reaches the peer: over 127.0.0.1 or ::1, with
+// its data on TCP streams or on shm (direct copies: the peer is on this host).
+struct Net {
+  bool v6;
+  const char *transport;  // "tcp" or "shm"
+};
+
+inline void PrintTo(const Net &n, std::ostream *os) { *os << (n.v6 ? "IPv6/" : "IPv4/") << n.transport; }
+
+inline std::string NetName(const ::testing::TestParamInfo<Net> &info) {
+  return std::string(info.param.v6 ? "IPv6" : "IPv4") + "_" + info.param.transport;
+}
+
+// Every transport, and the TCP ones only (for tests that freeze the peer:
+// shm copies do not need the peer's CPU, so a frozen peer still completes).
+inline auto AllNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "tcp"}, Net{false, "shm"}); }
+inline auto TcpNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "tcp"}); }
+
+// `options` with GlobalResourceConfig's protocol_desc set to `transport`
+// only (merged into a GlobalResourceConfig already there), so that a test
+// never silently runs on another transport.
+std::map<hixl::AscendString, hixl::AscendString> WithTransport(std::map<hixl::AscendString, hixl::AscendString> options,
+                                                               const std::string &transport);
+
+class PeerTest : public ::testing::TestWithParam<Net> {
  protected:
   void SetUp() override { StartAll(""); }
   void TearDown() override {
@@ -53,9 +76,10 @@ class PeerTest : public ::testing::TestWithParam<bool> {
   }
 
   void StartAll(const std::string &peer_config, const std::map<hixl::AscendString, hixl::AscendString> &opts = {}) {
-    ASSERT_TRUE(peer_.Start(GetParam(), peer_config));
+    ASSERT_TRUE(peer_.Start(GetParam().v6, peer_config));
     remote_ = peer_.name();
-    ASSERT_EQ(engine_.Initialize(GetParam() ? "[::1]" : "127.0.0.1", opts), hixl::SUCCESS);
+    ASSERT_EQ(engine_.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithTransport(opts, GetParam().transport)),
+              hixl::SUCCESS);
   }
 
   hixl::MemHandle RegisterLocal(const LocalBuffer &b) {
@@ -78,6 +102,5 @@ class PeerTest : public ::testing::TestWithParam<bool> {
   std::string remote_;
 };
 
-inline std::string IpName(const ::testing::TestParamInfo<bool> &info) { return info.param ? "IPv6" : "IPv4"; }
 
 }  // namespace hixl_test

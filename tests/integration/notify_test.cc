@@ -74,7 +74,7 @@ TEST_P(NotifyTest, AtMost4096UnreadPerLink) {
   EXPECT_EQ(Received().size(), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Loopback, NotifyTest, ::testing::Values(false, true), IpName);
+INSTANTIATE_TEST_SUITE_P(Loopback, NotifyTest, AllNets(), NetName);
 
 }  // namespace
 }  // namespace hixl_test

@@ -209,7 +209,7 @@ TEST_P(TransferTest, RegionDeregisteredAtTargetIsRefused) {
   EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
 }
 
-INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, ::testing::Values(false, true), IpName);
+INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
 
 }  // namespace
 }  // namespace hixl_test

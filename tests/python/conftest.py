@@ -199,3 +199,14 @@ def engine():
 def server(engine):
     """(engine, name): a Hixl engine initialized as a server on a free port."""
     return engine, start_server(engine)
+
+
+TCP_ONLY = {hixl.OPTION_GLOBAL_RESOURCE_CONFIG: '{"comm_resource_config.protocol_desc": ["tcp:host"]}'}
+
+
+@pytest.fixture
+def tcp_server(engine):
+    """Like `server`, but its links carry data over TCP only. Tests that freeze
+    the peer need this: over shm (the default between engines of one host)
+    copies complete even into a stopped process."""
+    return engine, start_server(engine, TCP_ONLY)

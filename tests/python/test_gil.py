@@ -47,8 +47,8 @@ def timed(fn, *args):
     return result, start, time.monotonic()
 
 
-def test_transfer_sync_releases_gil(server, peer):
-    engine, _ = server
+def test_transfer_sync_releases_gil(tcp_server, peer):
+    engine, _ = tcp_server
     local = np.zeros(peer.size, dtype=np.uint8)
     assert engine.register_buffer(local)[0] == hixl.SUCCESS
     assert engine.connect(peer.name, CONNECT_TIMEOUT_MS) == hixl.SUCCESS
@@ -80,10 +80,10 @@ def test_connect_releases_gil(engine):
     ticker.check_ran_during(start, end)
 
 
-def test_finalize_waits_for_blocked_call(server, peer):
+def test_finalize_waits_for_blocked_call(tcp_server, peer):
     """finalize() from another thread while transfer_sync blocks: no crash, the
     transfer ends with an error, finalize returns."""
-    engine, _ = server
+    engine, _ = tcp_server
     local = np.zeros(4096, dtype=np.uint8)
     assert engine.register_buffer(local)[0] == hixl.SUCCESS
     assert engine.connect(peer.name, CONNECT_TIMEOUT_MS) == hixl.SUCCESS

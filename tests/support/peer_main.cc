@@ -28,6 +28,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -106,6 +107,14 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig]\n");
     return 2;
+  }
+  // HIXL_TEST_PEER_UID: run as that user (tests of what another user may do).
+  if (const char *uid = std::getenv("HIXL_TEST_PEER_UID")) {
+    uid_t u = static_cast<uid_t>(std::strtoul(uid, nullptr, 10));
+    if (setgid(u) != 0 || setuid(u) != 0) {
+      Reply("FAILED setuid");
+      return 1;
+    }
   }
   std::map<hixl::AscendString, hixl::AscendString> options;
   if (argc > 2) options[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = argv[2];

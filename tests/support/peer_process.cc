@@ -43,13 +43,29 @@ bool PeerProcess::Spawn(const std::string &mode_arg, const std::string &resource
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
-  std::string exe = HIXL_TEST_PEER_PATH;
-  std::string mode = mode_arg;
-  std::vector<char *> argv = {exe.data(), mode.data()};
-  std::string cfg = resource_config;
-  if (!cfg.empty()) argv.push_back(cfg.data());
+  if (!stderr_path.empty()) {
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  std::vector<std::string> args = prefix;
+  args.push_back(HIXL_TEST_PEER_PATH);
+  args.push_back(mode_arg);
+  if (!resource_config.empty()) args.push_back(resource_config);
+  std::vector<char *> argv;
+  for (auto &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int rc = posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  // Our environment, with `env` replacing variables of the same name.
+  std::vector<std::string> env_strings = env;
+  for (char **e = environ; *e != nullptr; ++e) {
+    std::string var = *e;
+    std::string key = var.substr(0, var.find('='));
+    bool overridden = false;
+    for (const auto &x : env) overridden = overridden || x.compare(0, key.size() + 1, key + "=") == 0;
+    if (!overridden) env_strings.push_back(var);
+  }
+  std::vector<char *> envp;
+  for (auto &e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = posix_spawnp(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(to[0]);
   close(from[1]);

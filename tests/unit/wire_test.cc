@@ -69,7 +69,7 @@ TEST(FrameHeaderTest, RoundTrip) {
 }
 
 TEST(FrameHeaderTest, EveryTypeRoundTrips) {
-  for (uint8_t t = 1; t <= 13; ++t) {
+  for (uint8_t t = 1; t <= kMaxMsgType; ++t) {
     FrameHeader in;
     in.type = static_cast<MsgType>(t);
     in.req_id = t;
@@ -119,7 +119,7 @@ TEST(FrameHeaderTest, BadVersionReportsPeerVersion) {
 TEST(FrameHeaderTest, BadType) {
   FrameHeader out;
   EXPECT_EQ(DecodeMutated(5, 0, &out), HeaderError::kBadType);
-  EXPECT_EQ(DecodeMutated(5, 14, &out), HeaderError::kBadType);
+  EXPECT_EQ(DecodeMutated(5, 16, &out), HeaderError::kBadType);
   EXPECT_EQ(DecodeMutated(5, 255, &out), HeaderError::kBadType);
 }
 
@@ -175,7 +175,24 @@ TEST(MsgTypeTest, RequestsAndReplies) {
     if (replies[i] != MsgType::kBye) {
       EXPECT_FALSE(IsRequest(replies[i])) << MsgTypeName(replies[i]);
     }
+    EXPECT_EQ(ExpectsReply(requests[i]), requests[i] != MsgType::kBye);
   }
+  // REVOKE is pushed by the target; its acknowledgement gets no reply.
+  EXPECT_FALSE(IsRequest(MsgType::kRevoke));
+  EXPECT_TRUE(IsRequest(MsgType::kRevokeAck));
+  EXPECT_FALSE(ExpectsReply(MsgType::kRevokeAck));
+}
+
+TEST(RevokeTest, RoundTripAndExactSize) {
+  std::vector<uint8_t> body;
+  EncodeRevoke({0x1000, 0x2000}, &body);
+  RegionInfo r;
+  ASSERT_TRUE(DecodeRevoke(body.data(), body.size(), &r));
+  EXPECT_EQ(r.addr, 0x1000u);
+  EXPECT_EQ(r.len, 0x2000u);
+  EXPECT_FALSE(DecodeRevoke(body.data(), body.size() - 1, &r));
+  body.push_back(0);
+  EXPECT_FALSE(DecodeRevoke(body.data(), body.size(), &r));
 }
 
 // ---------------------------------------------------------------- codec

@@ -46,8 +46,13 @@ int64_t SteadyMillis() {
       .count();
 }
 
-InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name)
-    : fd_(fd), polled_fd_(fd), worker_(worker), name_(std::move(name)), last_rx_ms_(SteadyMillis()) {}
+InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push)
+    : fd_(fd),
+      polled_fd_(fd),
+      worker_(worker),
+      name_(std::move(name)),
+      on_push_(std::move(on_push)),
+      last_rx_ms_(SteadyMillis()) {}
 
 InitiatorStream::~InitiatorStream() {
   if (fd_ >= 0) close(fd_);
@@ -60,7 +65,7 @@ bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs) {
     if (fd_ < 0) return false;
     bool was_idle = send_idx_ == q_.size();
     for (auto &r : *reqs) {
-      r->req_id = next_id_++;
+      r->req_id = r->wire_id != 0 ? r->wire_id : next_id_++;
       wire::FrameHeader h;
       h.type = r->type;
       h.req_id = r->req_id;
@@ -143,6 +148,7 @@ void InitiatorStream::SendLocked(FinishedList *fin) {
   if (fd_ < 0) return;
   IoResult r = SendCursors(fd_, q_.size() - send_idx_, [this](size_t i) { return &q_[send_idx_ + i]->out_cursor; });
   while (send_idx_ < q_.size() && q_[send_idx_]->out_cursor.done()) ++send_idx_;
+  PopUnansweredLocked(fin);
   if (r == IoResult::kError) {
     CloseLocked(std::string("send failed: ") + std::strerror(errno), fin);
     return;
@@ -210,8 +216,11 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
   wire::HeaderError err = wire::DecodeHeader(rxbuf_.data(), &cur_);
   rxbuf_.Consume(wire::kHeaderSize);
   std::string bad;
+  rx_push_ = err == wire::HeaderError::kOk && cur_.type == wire::MsgType::kRevoke;
   if (err != wire::HeaderError::kOk) {
     bad = std::string("bad reply header: ") + wire::HeaderErrorName(err);
+  } else if (rx_push_) {
+    if (cur_.body_len != 16 || cur_.payload_len != 0) bad = "malformed REVOKE";
   } else if (send_idx_ == 0) {
     bad = std::string("unexpected ") + wire::MsgTypeName(cur_.type) + " with no request outstanding";
   } else {
@@ -238,6 +247,8 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
     part_.Reset(&body_iov_);
     part_left_ = cur_.body_len;
     rx_ = Rx::kBody;
+  } else if (rx_push_) {
+    FinishFrontLocked(fin);
   } else if (cur_.payload_len > 0) {
     rx_ = q_.front()->abandoned ? Rx::kDiscard : Rx::kPayload;
     part_.Reset(&q_.front()->in);
@@ -251,6 +262,17 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
 
 void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   Finished f;
+  if (rx_push_) {
+    f.status = SUCCESS;
+    f.body = std::move(body_);
+    f.push_type = cur_.type;
+    f.push_id = cur_.req_id;
+    body_.clear();
+    rx_ = Rx::kHeader;
+    rx_push_ = false;
+    fin->push_back(std::move(f));
+    return;
+  }
   f.req = std::move(q_.front());
   q_.pop_front();
   --send_idx_;
@@ -260,6 +282,16 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   body_.clear();
   rx_ = Rx::kHeader;
   fin->push_back(std::move(f));
+  PopUnansweredLocked(fin);
+}
+
+void InitiatorStream::PopUnansweredLocked(FinishedList *fin) {
+  while (!q_.empty() && !wire::ExpectsReply(q_.front()->type) && q_.front()->out_cursor.done()) {
+    fin->push_back(Finished{std::move(q_.front()), SUCCESS, {}});
+    q_.pop_front();
+    --send_idx_;
+  }
+  queued_.store(q_.size(), std::memory_order_relaxed);
 }
 
 void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
@@ -283,6 +315,10 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
 
 void InitiatorStream::Complete(FinishedList *fin) {
   for (auto &f : *fin) {
+    if (f.req == nullptr) {
+      if (on_push_) on_push_(*this, f.push_type, f.push_id, std::move(f.body));
+      continue;
+    }
     if (f.status == SUCCESS && f.req->on_reply && !f.req->abandoned) f.req->on_reply(std::move(f.body));
     if (f.req->done) f.req->done->PartDone(f.status);
   }

@@ -30,6 +30,7 @@ namespace hixl::tcp {
 struct Request {
   wire::MsgType type = wire::MsgType::kPing;
   uint64_t req_id = 0;
+  uint64_t wire_id = 0;          // if set, sent instead of a fresh id (REVOKE_ACK echoes its REVOKE)
   uint8_t hdr[wire::kHeaderSize] = {};
   std::vector<uint8_t> body;     // encoded message body
   std::vector<iovec> payload;    // WRITE: the user's data to send
@@ -47,7 +48,13 @@ struct Request {
 
 class InitiatorStream : public Pollable, public std::enable_shared_from_this<InitiatorStream> {
  public:
-  InitiatorStream(int fd, IoWorker *worker, std::string name);
+  // Frames the target sends unasked (REVOKE), with their req_id and body.
+  // Called on the worker thread, without the stream's lock, in arrival order
+  // relative to the replies before and after them.
+  using PushHandler =
+      std::function<void(InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body)>;
+
+  InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push = nullptr);
   ~InitiatorStream() override;
 
   int fd() const override { return polled_fd_.load(); }
@@ -71,9 +78,11 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
 
  private:
   struct Finished {
-    std::unique_ptr<Request> req;
+    std::unique_ptr<Request> req;  // nullptr for a push
     Status status;
     std::vector<uint8_t> body;
+    wire::MsgType push_type = wire::MsgType::kPing;
+    uint64_t push_id = 0;
   };
   using FinishedList = std::vector<Finished>;
 
@@ -81,15 +90,18 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void RecvLocked(FinishedList *fin);
   bool OnHeaderLocked(FinishedList *fin);  // false: protocol error (stream closed)
   void FinishFrontLocked(FinishedList *fin);
+  // Completes the requests at the front that expect no reply and are sent.
+  void PopUnansweredLocked(FinishedList *fin);
   void CloseLocked(const std::string &why, FinishedList *fin);
   void SetOutLocked(bool on);
-  static void Complete(FinishedList *fin);
+  void Complete(FinishedList *fin);
 
   std::mutex mu_;
   int fd_;                       // under mu_
   std::atomic<int> polled_fd_;   // fd_ as seen by the worker, without mu_
   IoWorker *worker_;
   const std::string name_;
+  const PushHandler on_push_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<int64_t> last_rx_ms_;
@@ -100,6 +112,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
 
   enum class Rx { kHeader, kBody, kPayload, kDiscard };
   Rx rx_ = Rx::kHeader;
+  bool rx_push_ = false;  // the frame being read is a push, not a reply
   RxBuffer rxbuf_;
   wire::FrameHeader cur_;
   std::vector<uint8_t> body_;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -87,6 +88,10 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   payload_pins_.Release();
   close(fd_);  // also leaves the worker's epoll set
   fd_ = -1;
+  // A closed peer cannot hold a stale region any more: its revocations are done.
+  for (uint64_t id : revokes_) ctx_->OnRevokeAck(id);
+  revokes_.clear();
+  if (control_) ctx_->OnControlStreamClosed(this);
   worker_->Remove(this);
 }
 
@@ -115,11 +120,29 @@ void TargetStream::Send() {
 
 void TargetStream::QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body,
                               std::vector<iovec> payload, PinSet pins) {
+  QueueFrame(type, status, cur_.req_id, std::move(body), std::move(payload), std::move(pins));
+}
+
+void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
+  if (fd_ < 0) {
+    ctx_->OnRevokeAck(id);
+    return;
+  }
+  std::vector<uint8_t> body;
+  wire::EncodeRevoke(region, &body);
+  QueueFrame(wire::MsgType::kRevoke, SUCCESS, id, std::move(body), {}, PinSet());
+  revokes_.push_back(id);
+  Send();
+  if (fd_ >= 0) UpdateInterest();
+}
+
+void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
+                              std::vector<iovec> payload, PinSet pins) {
   auto r = std::make_unique<Reply>();
   wire::FrameHeader h;
   h.type = type;
   h.status = status;
-  h.req_id = cur_.req_id;
+  h.req_id = req_id;
   h.body_len = static_cast<uint32_t>(body.size());
   h.payload_len = IovBytes(payload);
   wire::EncodeHeader(h, r->hdr);
@@ -219,6 +242,16 @@ bool TargetStream::OnHeader() {
     CloseStream("peer said goodbye", false);
     return false;
   }
+  if (cur_.type == wire::MsgType::kRevokeAck) {
+    auto it = std::find(revokes_.begin(), revokes_.end(), cur_.req_id);
+    if (it == revokes_.end() || cur_.body_len != 0) {
+      CloseStream("protocol error: REVOKE_ACK for unknown revocation " + std::to_string(cur_.req_id), true);
+      return false;
+    }
+    revokes_.erase(it);
+    ctx_->OnRevokeAck(cur_.req_id);
+    return true;
+  }
   body_.resize(cur_.body_len);
   body_iov_.assign(1, iovec{body_.data(), body_.size()});
   part_.Reset(&body_iov_);
@@ -310,6 +343,10 @@ bool TargetStream::OnHello() {
     return false;
   }
   hello_done_ = true;
+  if (hello.stream_index == 0) {
+    control_ = true;
+    ctx_->OnControlStream(shared_from_this(), hello);
+  }
   link_key_ = hello.link_nonce;
   heartbeat_ms_ = hello.heartbeat_ms;
   HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,

@@ -25,7 +25,7 @@
 
 namespace hixl::tcp {
 
-class TargetStream : public Pollable {
+class TargetStream : public Pollable, public std::enable_shared_from_this<TargetStream> {
  public:
   TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer);
   ~TargetStream() override;
@@ -34,6 +34,12 @@ class TargetStream : public Pollable {
   void OnEvents(uint32_t events) override;
   void OnTick(std::chrono::steady_clock::time_point now) override;
   void OnShutdown() override;
+
+  // Worker thread only: asks the peer to forget `region`; the peer answers
+  // REVOKE_ACK with `id` (ctx->OnRevokeAck). If the stream is or becomes
+  // closed first, OnRevokeAck(id) is called anyway.
+  void PushRevoke(uint64_t id, const wire::RegionInfo &region);
+  IoWorker *worker() const { return worker_; }
 
   // A stream that has not completed its handshake by then is dropped.
   static constexpr std::chrono::seconds kHandshakeTimeout{10};
@@ -57,6 +63,8 @@ class TargetStream : public Pollable {
   bool Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins);
   void QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body = {},
                   std::vector<iovec> payload = {}, PinSet pins = PinSet());
+  void QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
+                  std::vector<iovec> payload, PinSet pins);
   void Send();
   void UpdateInterest();
   void CloseStream(const std::string &why, bool error);
@@ -69,6 +77,8 @@ class TargetStream : public Pollable {
   uint64_t link_key_ = 0;
   uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
+  bool control_ = false;                 // stream 0 of its link, known to the engine
+  std::vector<uint64_t> revokes_;        // REVOKEs sent and not yet acknowledged
   bool close_after_flush_ = false;
   uint32_t interest_ = 0;
   std::chrono::steady_clock::time_point created_;

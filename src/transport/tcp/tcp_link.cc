@@ -80,30 +80,40 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   hello.initiator = params.local_name;
   hello.target = link->remote_name_;
   hello.link_nonce = RandomNonce();
-  hello.stream_count = static_cast<uint16_t>(params.streams);
   hello.host = params.host;
   hello.heartbeat_ms = params.heartbeat_ms;
-  for (uint32_t i = 0; i < params.streams; ++i) {
+  uint32_t streams = 1;  // known after the first handshake
+  for (uint32_t i = 0; i < streams; ++i) {
     std::string why;
     int fd = -1;
     Status s = DialTcp(params.remote, deadline, &fd, &why);
     if (s == SUCCESS) {
       fds.push_back(fd);
       hello.stream_index = static_cast<uint16_t>(i);
+      hello.stream_count = static_cast<uint16_t>(i == 0 ? 1 : streams);
       wire::HelloAck a;
       s = Handshake(fd, hello, deadline, &a, &why);
-      if (s == SUCCESS && i == 0) *ack = std::move(a);
+      if (s == SUCCESS && i == 0) {
+        *ack = std::move(a);
+        streams = params.streams_after_hello ? params.streams_after_hello(*ack) : 1;
+        if (streams == 0) {
+          close_all();
+          return FAILED;
+        }
+      }
     }
     if (s != SUCCESS) {
-      HIXL_LOGE("Connect %s: stream %u of %u: %s", link->remote_name_.c_str(), i + 1, params.streams, why.c_str());
+      HIXL_LOGE("Connect %s: stream %u: %s", link->remote_name_.c_str(), i + 1, why.c_str());
       close_all();
       return s;
     }
   }
-  for (uint32_t i = 0; i < params.streams; ++i) {
+  if (params.regions != nullptr) params.regions->Replace(ack->regions);
+  for (uint32_t i = 0; i < streams; ++i) {
     IoWorker *w = PickWorker(workers);
     auto s = std::make_shared<InitiatorStream>(fds[i], w,
-                                               "link to " + link->remote_name_ + " stream " + std::to_string(i));
+                                               "link to " + link->remote_name_ + " stream " + std::to_string(i),
+                                               i == 0 ? params.on_push : nullptr);
     w->Add(s, EPOLLIN);
     link->streams_.push_back(std::move(s));
   }
@@ -120,7 +130,8 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
   reqs->clear();
 }
 
-void TcpLink::SubmitTransfer(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done) {
+void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done, Deadline,
+                     bool) {
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += pieces[i].len;
   const size_t ns = streams_.size();

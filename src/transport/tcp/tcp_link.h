@@ -13,6 +13,8 @@
 #include "common/completion.h"
 #include "common/deadline.h"
 #include "hixl/hixl_types.h"
+#include "memory/remote_regions.h"
+#include "transport/channel.h"
 #include "transport/tcp/initiator_stream.h"
 #include "transport/tcp/io_worker.h"
 #include "wire/messages.h"
@@ -22,33 +24,35 @@ namespace hixl::tcp {
 struct LinkParams {
   std::string local_name;   // our engine's name, for the peer's logs
   EngineAddress remote;
-  uint32_t streams = 2;
   uint32_t heartbeat_ms = 0;  // told to the target, which drops links silent for 3x this
   wire::HostIdentity host;
+  // Filled from the target's answer before any frame from it is read
+  // (so a REVOKE cannot arrive before the table it revokes from).
+  RemoteRegions *regions = nullptr;
+  // Frames the target pushes (REVOKE), on stream 0.
+  InitiatorStream::PushHandler on_push;
+  // Called after stream 0's handshake: how many streams the link gets in
+  // all (at least 1), or 0 to give up (the callback logged why).
+  std::function<uint32_t(const wire::HelloAck &)> streams_after_hello;
 };
 
-// One piece of a batch: `len` bytes between local and remote addresses.
-struct Piece {
-  uintptr_t local;
-  uintptr_t remote;
-  size_t len;
-};
-
-class TcpLink {
+class TcpLink : public Channel {
  public:
   // Dials every stream and runs the handshake before `deadline`. SUCCESS,
   // TIMEOUT, or FAILED with the reason logged. `ack` is the target's answer.
   static Status Open(const LinkParams &params, const std::vector<std::unique_ptr<IoWorker>> &workers,
                      Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack);
-  ~TcpLink();
+  ~TcpLink() override;
 
-  // Queues a batch. Every frame is one part of `done`; frames that cannot be
-  // queued (a closed stream) fail at once.
-  void SubmitTransfer(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done);
+  const char *name() const override { return "tcp"; }
+  // Queues a batch, never blocking on the wire. Every frame is one part of
+  // `done`; frames that cannot be queued (a closed stream) fail at once.
+  void Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
+              Deadline deadline, bool caller_waits) override;
   // Queues one control request on stream 0 (one part of its completion).
   void SubmitControl(std::unique_ptr<Request> req);
   // After it returns, nothing of `done`'s requests touches user memory.
-  void Cancel(const Completion *done);
+  void Cancel(const Completion *done) override;
   void Close(const char *why);
   // True once any stream has closed: the link can no longer carry batches.
   bool broken() const;

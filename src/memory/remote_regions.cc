@@ -1,0 +1,49 @@
+#include "memory/remote_regions.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "memory/range_search.h"
+
+namespace hixl {
+
+void RemoteRegions::RebuildLocked() {
+  std::sort(regions_.begin(), regions_.end(),
+            [](const auto &a, const auto &b) { return a.addr != b.addr ? a.addr < b.addr : a.len < b.len; });
+  max_end_.clear();
+  max_end_.reserve(regions_.size());
+  uint64_t m = 0;
+  for (const auto &r : regions_) {
+    m = std::max(m, r.addr + r.len);
+    max_end_.push_back(m);
+  }
+}
+
+void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  regions_ = std::move(regions);
+  RebuildLocked();
+}
+
+void RemoteRegions::Revoke(uint64_t addr, uint64_t len) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
+                                [&](const wire::RegionInfo &r) { return r.addr == addr && r.len == len; }),
+                 regions_.end());
+  RebuildLocked();
+}
+
+bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return ContainsLocked(addr, len);
+}
+
+bool RemoteRegions::ContainsLocked(uint64_t addr, uint64_t len) const {
+  return FindContaining(
+             regions_, max_end_, addr, len, [](const wire::RegionInfo &r) { return r.addr; },
+             [](const wire::RegionInfo &r, uint64_t a, uint64_t n) {
+               return a >= r.addr && n <= r.len && a - r.addr <= r.len - n;
+             }) != SIZE_MAX;
+}
+
+}  // namespace hixl

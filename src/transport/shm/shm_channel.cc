@@ -1,0 +1,167 @@
+#include "transport/shm/shm_channel.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace hixl::shm {
+namespace {
+
+// Per syscall: at most this many iovecs on either side (UIO_MAXIOV) and this
+// many bytes, which bounds how long a revocation waits for a copy in flight.
+constexpr size_t kMaxIov = 1024;
+constexpr size_t kMaxBytesPerCall = 8u << 20;
+
+}  // namespace
+
+bool ShmChannel::Probe(pid_t pid, std::string *why) {
+  // Reading one byte at address 0 of the target: if the kernel lets us in
+  // at all, it fails with EFAULT; if not, with EPERM (or ENOSYS, ESRCH).
+  char byte;
+  iovec local{&byte, 1};
+  iovec remote{nullptr, 1};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n < 0 && errno == EFAULT) return true;
+  *why = n < 0 ? std::string("process_vm_readv: ") + std::strerror(errno) : std::string("unexpected probe result");
+  return false;
+}
+
+ShmChannel::ShmChannel(pid_t pid, const RemoteRegions *regions, std::function<bool()> alive,
+                       const std::vector<std::unique_ptr<tcp::IoWorker>> *workers)
+    : core_(std::make_shared<Core>()), workers_(workers) {
+  core_->pid = pid;
+  core_->regions = regions;
+  core_->alive = std::move(alive);
+#ifdef SYS_pidfd_open
+  // A pidfd tells reliably when the target exits, so that a recycled pid
+  // never receives our bytes.
+  core_->pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#endif
+}
+
+ShmChannel::~ShmChannel() {
+  std::vector<const Completion *> all;
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    for (const auto &j : core_->jobs) all.push_back(j->done.get());
+  }
+  for (const auto *c : all) core_->Cancel(c);
+}
+
+ShmChannel::Core::~Core() {
+  if (pidfd >= 0) close(pidfd);
+}
+
+bool ShmChannel::Core::TargetAlive() const {
+  if (!alive()) return false;
+  if (pidfd < 0) return true;
+  pollfd p{pidfd, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;  // readable: the process has exited
+}
+
+void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
+                        Deadline deadline, bool caller_waits) {
+  auto job = std::make_shared<Job>();
+  job->is_write = is_write;
+  job->pieces.assign(pieces, pieces + n);
+  job->done = done;
+  job->deadline = deadline;
+  done->AddParts(1);
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    core_->jobs.push_back(job);
+  }
+  if (caller_waits) {
+    core_->Run(job);  // the caller would only sleep meanwhile: copy on its thread
+  } else {
+    tcp::IoWorker *w = tcp::PickWorker(*workers_);
+    w->Post([core = core_, job] { core->Run(job); });
+  }
+}
+
+void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
+  Status s = Copy(*job);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    jobs.remove(job);
+  }
+  job->done->PartDone(s);
+}
+
+Status ShmChannel::Core::Copy(Job &job) {
+  iovec local[kMaxIov];
+  iovec remote[kMaxIov];
+  size_t piece = 0;
+  size_t offset = 0;  // into job.pieces[piece]
+  while (piece < job.pieces.size()) {
+    std::lock_guard<std::mutex> lock(job.mu);
+    if (job.cancelled) return FAILED;
+    if (job.deadline.Expired()) {
+      HIXL_LOGE("shm to pid %d: not done by the deadline", static_cast<int>(pid));
+      return TIMEOUT;
+    }
+    if (!TargetAlive()) {
+      HIXL_LOGE("shm to pid %d: the target is gone", static_cast<int>(pid));
+      return FAILED;
+    }
+    // Gather one syscall's worth; remote ranges are checked under the hold.
+    RemoteRegions::Hold hold(*regions);
+    size_t n = 0;
+    size_t bytes = 0;
+    while (piece < job.pieces.size() && n < kMaxIov && bytes < kMaxBytesPerCall) {
+      const Piece &p = job.pieces[piece];
+      size_t take = std::min(p.len - offset, kMaxBytesPerCall - bytes);
+      if (!hold.Contains(p.remote + offset, take)) {
+        HIXL_LOGE("shm to pid %d: remote range 0x%" PRIxPTR "+%zu is no longer registered there",
+                  static_cast<int>(pid), p.remote + offset, take);
+        return PARAM_INVALID;
+      }
+      local[n] = {reinterpret_cast<void *>(p.local + offset), take};
+      remote[n] = {reinterpret_cast<void *>(p.remote + offset), take};
+      ++n;
+      bytes += take;
+      offset += take;
+      if (offset == p.len) {
+        ++piece;
+        offset = 0;
+      }
+    }
+    ssize_t done = job.is_write ? process_vm_writev(pid, local, n, remote, n, 0)
+                                : process_vm_readv(pid, local, n, remote, n, 0);
+    if (done != static_cast<ssize_t>(bytes)) {
+      // A short copy means a fault part-way: memory unmapped on one side.
+      HIXL_LOGE("shm to pid %d: %s moved %zd of %zu bytes: %s", static_cast<int>(pid),
+                job.is_write ? "process_vm_writev" : "process_vm_readv", done, bytes,
+                done < 0 ? std::strerror(errno) : "memory not mapped");
+      return FAILED;
+    }
+  }
+  return SUCCESS;
+}
+
+void ShmChannel::Cancel(const Completion *done) { core_->Cancel(done); }
+
+void ShmChannel::Core::Cancel(const Completion *done) {
+  std::vector<std::shared_ptr<Job>> hit;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto &j : jobs) {
+      if (j->done.get() == done) hit.push_back(j);
+    }
+  }
+  for (const auto &j : hit) {
+    // Waits for the syscall in progress, if any; no later one starts.
+    std::lock_guard<std::mutex> lock(j->mu);
+    j->cancelled = true;
+  }
+}
+
+}  // namespace hixl::shm

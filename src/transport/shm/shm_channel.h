@@ -1,0 +1,78 @@
+// shm_channel.h: the data path to an engine on the same host. The initiator
+// copies with process_vm_writev / process_vm_readv straight between its
+// buffers and the target's registered memory: one copy, many segments per
+// syscall, and the target's CPU does nothing.
+//
+// The kernel checks nothing about registration, so this side does, against
+// the target's region table (RemoteRegions), for every syscall's worth of
+// segments and under a Hold: a region the target revokes is never written
+// after the revocation was acknowledged.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memory/remote_regions.h"
+#include "transport/channel.h"
+#include "transport/tcp/io_worker.h"
+
+namespace hixl::shm {
+
+class ShmChannel : public Channel {
+ public:
+  // True when this process may copy into and out of `pid`'s memory; else
+  // `why` says what the kernel answered (EPERM: another user, a hardened
+  // ptrace policy; ENOSYS: seccomp; ESRCH: not in our PID namespace).
+  static bool Probe(pid_t pid, std::string *why);
+
+  // `regions` and `alive` must outlive the channel; `alive` says whether the
+  // link (and so the target process) is still there. Async batches run on
+  // `workers`.
+  ShmChannel(pid_t pid, const RemoteRegions *regions, std::function<bool()> alive,
+             const std::vector<std::unique_ptr<tcp::IoWorker>> *workers);
+  ~ShmChannel() override;
+
+  const char *name() const override { return "shm"; }
+  void Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
+              Deadline deadline, bool caller_waits) override;
+  void Cancel(const Completion *done) override;
+
+ private:
+  struct Job {
+    bool is_write;
+    std::vector<Piece> pieces;
+    std::shared_ptr<Completion> done;
+    Deadline deadline = Deadline::Never();
+    std::mutex mu;  // held while a syscall touches the job's memory
+    bool cancelled = false;
+  };
+  // What a queued job needs, shared with it: a job may run after the
+  // channel is gone, in which case it finds itself cancelled and stops
+  // before touching anything the channel pointed to.
+  struct Core {
+    pid_t pid;
+    int pidfd = -1;
+    const RemoteRegions *regions;
+    std::function<bool()> alive;
+    std::mutex mu;
+    std::list<std::shared_ptr<Job>> jobs;  // running or queued
+
+    ~Core();
+    void Run(const std::shared_ptr<Job> &job);
+    // Copies one batch; SUCCESS or the reason it stopped.
+    Status Copy(Job &job);
+    bool TargetAlive() const;
+    void Cancel(const Completion *done);
+  };
+
+  std::shared_ptr<Core> core_;
+  const std::vector<std::unique_ptr<tcp::IoWorker>> *workers_;
+};
+
+}  // namespace hixl::shm

@@ -1,0 +1,213 @@
+// shm_test.cc: the same-host transport: which transport a link picks, the
+// fallback when the kernel refuses cross-process copies, engines in other
+// network namespaces of this kernel, and revocation of a region that a peer
+// is writing into.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/log.h"
+#include "integration/fixture.h"
+
+namespace hixl_test {
+namespace {
+
+using Options = std::map<hixl::AscendString, hixl::AscendString>;
+
+std::string ReadFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
+
+// Connects a fresh engine with `options` to `remote` and returns what it
+// logged at info level (the transport choice is logged there).
+std::string ConnectAndLog(const std::string &remote, const Options &options, hixl::Status *status) {
+  hixl::Hixl e;
+  EXPECT_EQ(e.Initialize("127.0.0.1", options), hixl::SUCCESS);
+  hixl::SetLogLevel(hixl::LogLevel::kInfo);
+  ::testing::internal::CaptureStderr();
+  *status = e.Connect(remote.c_str(), 3000);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  hixl::SetLogLevel(hixl::LogLevel::kError);
+  e.Finalize();
+  return log;
+}
+
+Options Protocols(const std::string &json_list) {
+  return {{hixl::OPTION_GLOBAL_RESOURCE_CONFIG, ("{\"comm_resource_config.protocol_desc\": " + json_list + "}").c_str()}};
+}
+
+class ShmTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(peer_.Start()); }
+  PeerProcess peer_;
+};
+
+TEST_F(ShmTest, TransportChoiceFollowsHostAndProtocolDesc) {
+  hixl::Status s;
+  std::string log = ConnectAndLog(peer_.name(), {}, &s);
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  log = ConnectAndLog(peer_.name(), Protocols("[\"tcp:host\"]"), &s);
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
+  log = ConnectAndLog(peer_.name(), Protocols("\"shm:host\""), &s);
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  log = ConnectAndLog(peer_.name(), Protocols("[\"shm:host\", \"tcp:host\"]"), &s);
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  // Only a transport that cannot reach: Connect fails, naming the reason.
+  log = ConnectAndLog(peer_.name(), Protocols("\"rdma:host\""), &s);
+  EXPECT_EQ(s, hixl::FAILED);
+}
+
+// Two peers running as two different unprivileged users: the kernel refuses
+// process_vm_writev between them (EPERM), so the link falls back to TCP
+// with a warning, and transfers still succeed.
+TEST_F(ShmTest, KernelRefusalFallsBackToTcp) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the peers as two other users";
+  PeerProcess target, initiator;
+  target.env = {"HIXL_TEST_PEER_UID=60001"};
+  std::string log_path = ::testing::TempDir() + "hixl_eperm_initiator.log";
+  initiator.env = {"HIXL_TEST_PEER_UID=60002", "HIXL_LOG_LEVEL=info"};
+  initiator.stderr_path = log_path;
+  ASSERT_TRUE(target.Start());
+  ASSERT_TRUE(initiator.Start());
+  size_t tid = 0, iid = 0;
+  uintptr_t taddr = target.AllocRegistered(1u << 20, &tid);
+  ASSERT_NE(taddr, 0u);
+  ASSERT_NE(initiator.AllocRegistered(1u << 20, &iid), 0u);
+  ASSERT_EQ(initiator.Command("FILL " + std::to_string(iid) + " 21"), "OK");
+  ASSERT_EQ(initiator.Command("CONNECT " + target.name() + " 3000"), "OK");
+  ASSERT_EQ(initiator.Command("WRITE " + target.name() + " " + std::to_string(iid) + " 0 " + std::to_string(taddr) +
+                              " " + std::to_string(1u << 20) + " 3000"),
+            "OK");
+  EXPECT_EQ(target.HashOf(tid, 0, 1u << 20), initiator.HashOf(iid, 0, 1u << 20));
+  initiator.Stop();
+  std::string log = ReadFile(log_path);
+  EXPECT_TRUE(Contains(log, "falling back to tcp")) << log;
+  EXPECT_TRUE(Contains(log, "Operation not permitted")) << log;
+  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
+  std::remove(log_path.c_str());
+}
+
+// A network namespace of this kernel, wired to ours with a veth pair.
+class NetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace";
+    int tag = getpid() % 200 + 20;
+    ns_ = "hixlt" + std::to_string(getpid());
+    veth_ = "hxa" + std::to_string(getpid());
+    std::string peer_if = "hxb" + std::to_string(getpid());
+    ours_ = "10.231." + std::to_string(tag) + ".1";
+    theirs_ = "10.231." + std::to_string(tag) + ".2";
+    const std::string cmds[] = {
+        "ip netns add " + ns_,
+        "ip link add " + veth_ + " type veth peer name " + peer_if,
+        "ip link set " + peer_if + " netns " + ns_,
+        "ip addr add " + ours_ + "/24 dev " + veth_,
+        "ip link set " + veth_ + " up",
+        "ip netns exec " + ns_ + " ip addr add " + theirs_ + "/24 dev " + peer_if,
+        "ip netns exec " + ns_ + " ip link set " + peer_if + " up",
+        "ip netns exec " + ns_ + " ip link set lo up",
+    };
+    for (const auto &c : cmds) {
+      if (std::system((c + " 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "cannot set up a netns: " << c;
+    }
+    made_ = true;
+  }
+  void TearDown() override {
+    if (!made_) return;
+    int rc = std::system(("ip netns del " + ns_ + " 2>/dev/null; ip link del " + veth_ + " 2>/dev/null").c_str());
+    (void)rc;
+  }
+  std::string ns_, veth_, ours_, theirs_;
+  bool made_ = false;
+};
+
+TEST_F(NetnsTest, EnginesInAnotherNetworkNamespaceUseShm) {
+  PeerProcess peer;
+  peer.prefix = {"ip", "netns", "exec", ns_};
+  ASSERT_TRUE(peer.StartAt(theirs_ + ":" + std::to_string(20000 + getpid() % 20000)));
+  size_t id = 0;
+  uintptr_t raddr = peer.AllocRegistered(1u << 20, &id);
+  ASSERT_NE(raddr, 0u);
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize(ours_.c_str(), {}), hixl::SUCCESS);
+  hixl::SetLogLevel(hixl::LogLevel::kInfo);
+  ::testing::internal::CaptureStderr();
+  hixl::Status s = e.Connect(peer.name().c_str(), 3000);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  hixl::SetLogLevel(hixl::LogLevel::kError);
+  ASSERT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  LocalBuffer local(1u << 20);
+  FillPattern(local.data(), local.size(), 8);
+  ASSERT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, {{local.addr(), raddr, local.size()}}, 3000),
+            hixl::SUCCESS);
+  EXPECT_EQ(peer.HashOf(id, 0, local.size()), Hash(local.data(), local.size()));
+  e.Finalize();
+  peer.Stop();
+}
+
+// Writers keep writing into a region while the target deregisters it: once
+// DeregisterMem has returned, the memory does not change any more.
+class RevokeTest : public PeerTest {};
+
+TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) {
+  size_t id = 0;
+  uintptr_t handle = 0;
+  constexpr size_t kLen = 4u << 20;
+  uintptr_t raddr = peer_.AllocRegistered(kLen, &id, &handle);
+  ASSERT_NE(raddr, 0u);
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  LocalBuffer local(kLen);
+  RegisterLocal(local);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 100000 && !stop; ++i) {
+        FillPattern(local.data() + t * (kLen / 2), 4096, i);
+        // Many small segments and one big one, alternately.
+        std::vector<hixl::TransferOpDesc> d;
+        if (i % 2 == 0) {
+          for (size_t k = 0; k < 64; ++k) d.push_back({local.addr() + t * (kLen / 2), raddr + t * (kLen / 2) + k * 4096, 4096});
+        } else {
+          d.push_back({local.addr() + t * (kLen / 2), raddr + t * (kLen / 2), kLen / 2});
+        }
+        hixl::Status s = Transfer(hixl::WRITE, d, 3000);
+        (s == hixl::SUCCESS ? ok : s == hixl::PARAM_INVALID ? refused : other)++;
+        if (s == hixl::PARAM_INVALID) break;  // revoked: as it should be
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(peer_.Command("DEREG " + std::to_string(handle)), "OK");
+  const uint64_t after = peer_.HashOf(id, 0, kLen);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(peer_.HashOf(id, 0, kLen), after) << "bytes landed after DeregisterMem returned";
+  stop = true;
+  for (auto &w : writers) w.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(refused.load(), 2) << "each writer should end on PARAM_INVALID";
+  EXPECT_EQ(other.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
+
+}  // namespace
+}  // namespace hixl_test
