@@ -19,6 +19,35 @@ namespace {
 // many bytes, which bounds how long a revocation waits for a copy in flight.
 constexpr size_t kMaxIov = 1024;
 constexpr size_t kMaxBytesPerCall = 8u << 20;
+// The kernel's copy pins the target's pages one by one and runs at about
+// half of memcpy's speed on one thread; a big batch is split across the
+// caller and the I/O workers so that the copies overlap. Below this size a
+// split costs more than it saves.
+constexpr size_t kSplitBytes = 4u << 20;
+constexpr size_t kMaxShares = 4;
+
+// Cuts `pieces` into `shares` runs of about equal bytes.
+std::vector<std::vector<Piece>> Split(const Piece *pieces, size_t n, size_t shares, size_t total) {
+  std::vector<std::vector<Piece>> out(shares);
+  size_t per = (total + shares - 1) / shares;
+  size_t cur = 0, filled = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Piece p = pieces[i];
+    while (p.len > 0) {
+      size_t take = std::min(p.len, per - filled);
+      out[cur].push_back({p.local, p.remote, take});
+      p.local += take;
+      p.remote += take;
+      p.len -= take;
+      filled += take;
+      if (filled == per && cur + 1 < shares) {
+        ++cur;
+        filled = 0;
+      }
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -69,22 +98,35 @@ bool ShmChannel::Core::TargetAlive() const {
 
 void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
                         Deadline deadline, bool caller_waits) {
-  auto job = std::make_shared<Job>();
-  job->is_write = is_write;
-  job->pieces.assign(pieces, pieces + n);
-  job->done = done;
-  job->deadline = deadline;
-  done->AddParts(1);
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += pieces[i].len;
+  size_t shares = 1;
+  if (total >= kSplitBytes) {
+    // More shares than cores only adds switching.
+    static const size_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+    shares = std::min({kMaxShares, cores, workers_->size() + (caller_waits ? 1 : 0)});
+  }
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (auto &part : shares > 1 ? Split(pieces, n, shares, total) : std::vector<std::vector<Piece>>{{pieces, pieces + n}}) {
+    if (part.empty()) continue;
+    auto job = std::make_shared<Job>();
+    job->is_write = is_write;
+    job->pieces = std::move(part);
+    job->done = done;
+    job->deadline = deadline;
+    jobs.push_back(std::move(job));
+  }
+  done->AddParts(jobs.size());
   {
     std::lock_guard<std::mutex> lock(core_->mu);
-    core_->jobs.push_back(job);
+    core_->jobs.insert(core_->jobs.end(), jobs.begin(), jobs.end());
   }
-  if (caller_waits) {
-    core_->Run(job);  // the caller would only sleep meanwhile: copy on its thread
-  } else {
-    tcp::IoWorker *w = tcp::PickWorker(*workers_);
-    w->Post([core = core_, job] { core->Run(job); });
+  // The caller would only sleep meanwhile: it copies the first share itself.
+  for (size_t i = caller_waits ? 1 : 0; i < jobs.size(); ++i) {
+    tcp::IoWorker *w = (*workers_)[i % workers_->size()].get();
+    w->Post([core = core_, job = jobs[i]] { core->Run(job); });
   }
+  if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);
 }
 
 void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
