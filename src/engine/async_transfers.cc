@@ -25,10 +25,12 @@ TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
     t->done->Poll(&s);
     if (s != SUCCESS) {
       t->link->data().Cancel(t->done.get());
+      if (t->relay) t->relay->Cancel();
       HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t->id),
                 t->link->name.c_str(), s);
     }
     t->pins.Release();
+    t->relay.reset();
     t->link.Reset();
     t->status.store(ToTransferStatus(s));
   });

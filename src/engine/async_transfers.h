@@ -17,6 +17,7 @@
 #include "common/completion.h"
 #include "common/deadline.h"
 #include "engine/link.h"
+#include "engine/relay.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
 
@@ -28,6 +29,7 @@ struct AsyncTransfer {
   Deadline deadline = Deadline::Never();
   LinkRef link;
   PinSet pins;
+  std::shared_ptr<Relay> relay;  // pieces going through the buffer pool, if any
   std::shared_ptr<Completion> done = std::make_shared<Completion>();
   std::atomic<TransferStatus> status{TransferStatus::WAITING};
 };

@@ -20,6 +20,7 @@ bool IsWildcard(const EngineAddress &a) { return a.ip == "0.0.0.0" || a.ip == ":
 Engine::Engine(EngineOptions opts)
     : opts_(std::move(opts)),
       registry_(opts_.max_regions),
+      pool_(opts_.buffer_pool_count, static_cast<size_t>(opts_.buffer_pool_mib) << 20),
       links_(opts_),
       connect_pool_(opts_.connect_pool_threads, opts_.connect_pool_queue) {}
 

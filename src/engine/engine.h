@@ -23,6 +23,8 @@
 #include "common/address.h"
 #include "common/deadline.h"
 #include "engine/async_transfers.h"
+#include "engine/buffer_pool.h"
+#include "engine/relay.h"
 #include "engine/connect_pool.h"
 #include "engine/link.h"
 #include "engine/link_table.h"
@@ -114,13 +116,25 @@ class Engine : public tcp::TargetContext {
 
   // engine_transfer.cc
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
-  // (logged) names the first bad descriptor.
+  // (logged) names the first bad descriptor. Pieces with registered local
+  // memory go to `direct`, the others (buffer pool on) to `relayed`.
   Status PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                      PinSet *pins, std::vector<Piece> *pieces);
+                      PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed);
+  // The relay for the pieces that go through the buffer pool (nullptr when
+  // there are none); it adds its part to `done` but does not run yet.
+  std::shared_ptr<Relay> MakeRelay(const std::shared_ptr<Link> &link, TransferOp op, std::vector<Piece> relayed,
+                                   const std::shared_ptr<Completion> &done, Deadline deadline);
+  // Starts a checked batch: the relay, and the direct pieces on the link's
+  // channel. Every part of it belongs to `done`.
+  // `link` and `relay` are held by the caller for the call: an async
+  // request may finish (and let go of its own references) while it runs.
+  void StartBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<Piece> &direct,
+                  const std::shared_ptr<Relay> &relay,
+                  const std::shared_ptr<Completion> &done, Deadline deadline, bool caller_waits);
   Status RefreshRemoteRegions(Link &link, Deadline deadline);
   // Waits for `done`; on failure or timeout cancels what is left of it on
   // `channel` (the link's data path, or its TCP link for control messages).
-  Status Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline);
+  Status Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline, Relay *relay = nullptr);
   // Checks shared by TransferSync and TransferAsync.
   Status CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key);
 
@@ -130,6 +144,7 @@ class Engine : public tcp::TargetContext {
   wire::HostIdentity host_;
   Registry registry_;
   NotifyInbox inbox_;
+  BufferPool pool_;
   LinkTable links_;
   Revocation revocation_;
   AsyncTransfers async_;

@@ -48,12 +48,12 @@ Status Engine::RefreshRemoteRegions(Link &link, Deadline deadline) {
 }
 
 Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                            PinSet *pins, std::vector<Piece> *pieces) {
+                            PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
-  const bool pool_on = opts_.buffer_pool_count > 0;
+  const bool pool_on = pool_.enabled();
   bool refreshed = false;
   RegionTable::Ref hint = nullptr;
-  pieces->reserve(descs.size());
+  direct->reserve(descs.size());
   for (size_t i = 0; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
     if (d.len == 0 || d.local_addr + d.len < d.local_addr || d.remote_addr + d.len < d.remote_addr ||
@@ -88,15 +88,36 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
         return PARAM_INVALID;
       }
     }
-    pieces->push_back({d.local_addr, d.remote_addr, d.len});
+    (r != nullptr ? direct : relayed)->push_back({d.local_addr, d.remote_addr, d.len});
   }
   return SUCCESS;
 }
 
-Status Engine::Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline) {
+std::shared_ptr<Relay> Engine::MakeRelay(const std::shared_ptr<Link> &link, TransferOp op,
+                                         std::vector<Piece> relayed, const std::shared_ptr<Completion> &done,
+                                         Deadline deadline) {
+  if (relayed.empty()) return nullptr;
+  return Relay::Create(link, &link->data(), &pool_, op == WRITE, std::move(relayed), done, deadline);
+}
+
+void Engine::StartBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<Piece> &direct,
+                        const std::shared_ptr<Relay> &relay, const std::shared_ptr<Completion> &done,
+                        Deadline deadline, bool caller_waits) {
+  // A guard part, so that the batch cannot count as done before every part
+  // of it has been added.
+  done->AddParts(1);
+  if (relay != nullptr) relay->Run();
+  if (!direct.empty()) {
+    link->data().Submit(op == WRITE, direct.data(), direct.size(), done, deadline, caller_waits && relay == nullptr);
+  }
+  done->PartDone(SUCCESS);
+}
+
+Status Engine::Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline, Relay *relay) {
   Status s = done->Wait(deadline);
   if (s == SUCCESS) return s;
   channel.Cancel(done.get());
+  if (relay != nullptr) relay->Cancel();
   // Cancel stops every part; one may have completed meanwhile, in which case
   // the completion's own verdict stands.
   done->Finish(s);
@@ -120,12 +141,13 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   s = UseLink("TransferSync", key, deadline, &link);
   if (s != SUCCESS) return s;
   PinSet pins;
-  std::vector<Piece> pieces;
-  s = PrepareBatch(*link, op, descs, deadline, &pins, &pieces);
+  std::vector<Piece> direct, relayed;
+  s = PrepareBatch(*link, op, descs, deadline, &pins, &direct, &relayed);
   if (s != SUCCESS) return s;
   auto done = std::make_shared<Completion>();
-  link->data().Submit(op == WRITE, pieces.data(), pieces.size(), done, deadline, /*caller_waits=*/true);
-  s = Finish(link->data(), done, deadline);
+  auto relay = MakeRelay(link.shared(), op, std::move(relayed), done, deadline);
+  StartBatch(link.shared(), op, direct, relay, done, deadline, /*caller_waits=*/true);
+  s = Finish(link->data(), done, deadline, relay.get());
   if (s == TIMEOUT) {
     HIXL_LOGE("TransferSync %s %s: %zu descriptor(s) not done within %d ms", OpName(op), key.c_str(), descs.size(),
               timeout_ms);
@@ -148,15 +170,15 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   Deadline setup = Deadline::AfterMillis(1000).Earlier(t->deadline);
   s = UseLink("TransferAsync", key, setup, &t->link);
   if (s != SUCCESS) return s;
-  std::vector<Piece> pieces;
-  s = PrepareBatch(*t->link, op, descs, setup, &t->pins, &pieces);
+  std::vector<Piece> direct, relayed;
+  s = PrepareBatch(*t->link, op, descs, setup, &t->pins, &direct, &relayed);
   if (s != SUCCESS) return s;
+  // The relay is set before the request is armed: its completion cancels it.
+  std::shared_ptr<Link> link = t->link.shared();
+  std::shared_ptr<Relay> relay = MakeRelay(link, op, std::move(relayed), t->done, t->deadline);
+  t->relay = relay;
   req = async_.Add(t);
-  if (pieces.empty()) {
-    t->done->Finish(SUCCESS);
-  } else {
-    t->link->data().Submit(op == WRITE, pieces.data(), pieces.size(), t->done, t->deadline, /*caller_waits=*/false);
-  }
+  StartBatch(link, op, direct, relay, t->done, t->deadline, /*caller_waits=*/false);
   return SUCCESS;
 }
 

@@ -191,8 +191,11 @@ TEST_P(AsyncTcpTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
 TEST_P(AsyncTest, PeerKilledWithTransfersInFlight) {
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   std::vector<hixl::TransferReq> reqs;
-  for (int i = 0; i < 200; ++i) reqs.push_back(Post(i % 2 ? hixl::READ : hixl::WRITE, (i % 16) << 20, (i % 16) << 20, 1u << 20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // About 1 GiB in all: hundreds of ms even over shm, so the kill lands
+  // in the middle.
+  constexpr int kN = 1000;
+  for (int i = 0; i < kN; ++i) reqs.push_back(Post(i % 2 ? hixl::READ : hixl::WRITE, (i % 16) << 20, (i % 16) << 20, 1u << 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
   peer_.Kill(SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
   int completed = 0, failed = 0;
@@ -201,7 +204,7 @@ TEST_P(AsyncTest, PeerKilledWithTransfersInFlight) {
     if (st == hixl::TransferStatus::COMPLETED) ++completed;
     if (st == hixl::TransferStatus::FAILED || st == hixl::TransferStatus::TIMEOUT) ++failed;
   }
-  EXPECT_EQ(completed + failed, 200);
+  EXPECT_EQ(completed + failed, kN);
   EXPECT_GT(failed, 0);
   EXPECT_LT(SecondsSince(t0), 2.0);
 }

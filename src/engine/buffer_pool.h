@@ -1,0 +1,47 @@
+// buffer_pool.h: HIXL's buffer pool ("N:S"): N staging buffers of S MiB
+// owned by the engine. A batch whose local range is not registered goes
+// through them (see relay.h). Buffers are handed out in request order; a
+// request that finds none free waits for one instead of failing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace hixl {
+
+class BufferPool {
+ public:
+  struct Buffer {
+    uint8_t *data;
+    size_t size;
+  };
+  using Ready = std::function<void(Buffer *)>;
+
+  // Maps count x size bytes (lazily backed by the kernel).
+  BufferPool(size_t count, size_t size);
+  ~BufferPool();
+  BufferPool(const BufferPool &) = delete;
+  BufferPool &operator=(const BufferPool &) = delete;
+
+  bool enabled() const { return !buffers_.empty(); }
+  size_t buffer_size() const { return size_; }
+  // Calls `ready` with a buffer: now, on this thread, if one is free; else
+  // later, on the thread that releases one.
+  void Acquire(Ready ready);
+  void Release(Buffer *b);
+  size_t free_count();
+
+ private:
+  const size_t size_;
+  void *mapping_ = nullptr;
+  std::vector<Buffer> buffers_;
+  std::mutex mu_;
+  std::vector<Buffer *> free_;
+  std::deque<Ready> waiters_;
+};
+
+}  // namespace hixl

@@ -1,0 +1,120 @@
+#include "engine/relay.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace hixl {
+
+std::shared_ptr<Relay> Relay::Create(std::shared_ptr<void> keepalive, Channel *channel, BufferPool *pool,
+                                     bool is_write, std::vector<Piece> pieces, const std::shared_ptr<Completion> &done,
+                                     Deadline deadline) {
+  std::shared_ptr<Relay> r(new Relay());
+  r->keepalive_ = std::move(keepalive);
+  r->channel_ = channel;
+  r->pool_ = pool;
+  r->is_write_ = is_write;
+  r->pieces_ = std::move(pieces);
+  r->done_ = done;
+  r->deadline_ = deadline;
+  done->AddParts(1);
+  return r;
+}
+
+void Relay::RequestBuffer() {
+  // The pool may call back at once (on this thread) or when a buffer comes
+  // free (on whichever thread frees it).
+  auto self = shared_from_this();
+  pool_->Acquire([self](BufferPool::Buffer *b) { self->OnBuffer(b); });
+}
+
+void Relay::OnBuffer(BufferPool::Buffer *b) {
+  auto round = std::make_shared<Round>();
+  round->buffer = b;
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || next_ == pieces_.size()) {
+      pool_->Release(b);  // cancelled or failed meanwhile, or nothing left
+      return;
+    }
+    if (deadline_.Expired()) {
+      pool_->Release(b);
+      finished_ = true;
+      done_->PartDone(TIMEOUT);
+      return;
+    }
+    size_t used = 0;
+    while (next_ < pieces_.size() && used < b->size) {
+      const Piece &p = pieces_[next_];
+      size_t take = std::min(p.len - offset_, b->size - used);
+      Piece user{p.local + offset_, p.remote + offset_, take};
+      Piece staged{reinterpret_cast<uintptr_t>(b->data + used), p.remote + offset_, take};
+      if (is_write_) std::memcpy(b->data + used, reinterpret_cast<const void *>(user.local), take);
+      round->user.push_back(user);
+      round->staged.push_back(staged);
+      used += take;
+      offset_ += take;
+      if (offset_ == p.len) {
+        ++next_;
+        offset_ = 0;
+      }
+    }
+    more = next_ < pieces_.size();
+    ++in_flight_;
+    rounds_.push_back(round);
+  }
+  round->done = std::make_shared<Completion>();
+  auto self = shared_from_this();
+  round->done->SetOnFinish([self, round] { self->OnRoundDone(round); });
+  // Ask for the next buffer before this round goes out, so that rounds
+  // overlap when buffers are free.
+  if (more) RequestBuffer();
+  channel_->Submit(is_write_, round->staged.data(), round->staged.size(), round->done, deadline_,
+                   /*caller_waits=*/false);
+}
+
+void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
+  Status s = SUCCESS;
+  round->done->Poll(&s);
+  // A round that failed may have parts still in flight: stop them before
+  // its buffer goes back to the pool for someone else.
+  if (s != SUCCESS) channel_->Cancel(round->done.get());
+  bool all_done = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rounds_.erase(std::remove(rounds_.begin(), rounds_.end(), round), rounds_.end());
+    --in_flight_;
+    if (!finished_) {
+      if (s != SUCCESS) {
+        finished_ = true;
+        done_->PartDone(s);
+      } else {
+        if (!is_write_) {
+          size_t at = 0;
+          for (const Piece &p : round->user) {
+            std::memcpy(reinterpret_cast<void *>(p.local), round->buffer->data + at, p.len);
+            at += p.len;
+          }
+        }
+        all_done = next_ == pieces_.size() && in_flight_ == 0;
+        if (all_done) finished_ = true;
+      }
+    }
+  }
+  pool_->Release(round->buffer);
+  if (all_done) done_->PartDone(SUCCESS);
+}
+
+void Relay::Cancel() {
+  std::vector<std::shared_ptr<Round>> rounds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // waits for a copy in progress
+    finished_ = true;
+    rounds = rounds_;
+  }
+  for (const auto &r : rounds) channel_->Cancel(r->done.get());
+}
+
+}  // namespace hixl
