@@ -110,21 +110,22 @@ TEST_P(FailureTcpTest, DeregisterMemWaitsForTheTransferUsingTheRegion) {
   LocalBuffer other(1u << 20);
   hixl::MemHandle h = RegisterLocal(other);
   peer_.Kill(SIGSTOP);
-  std::atomic<bool> returned{false};
+  std::atomic<bool> calling{false};
   hixl::Status s = hixl::SUCCESS;
   std::thread reader([&] {
-    s = Transfer(hixl::READ, {{other.addr(), remote_addr_, other.size()}}, 800);
-    returned = true;
+    calling = true;
+    s = Transfer(hixl::READ, {{other.addr(), remote_addr_, other.size()}}, 1500);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!calling) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the READ is on the wire by now
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);
   double waited = SecondsSince(t0);
   reader.join();
   peer_.Kill(SIGCONT);
   EXPECT_EQ(s, hixl::TIMEOUT);
-  EXPECT_GE(waited, 0.5) << "DeregisterMem returned while the READ could still land";
-  EXPECT_LT(waited, 2.0);
+  EXPECT_GE(waited, 0.8) << "DeregisterMem returned while the READ could still land";
+  EXPECT_LT(waited, 2.5);
 }
 
 TEST_P(FailureTest, FinalizeWithTransfersInFlightReturnsPromptly) {

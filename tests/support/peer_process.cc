@@ -7,7 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -128,8 +132,35 @@ uint64_t PeerProcess::HashOf(size_t id, size_t off, size_t len) {
   return w.size() == 2 && w[0] == "OK" ? std::stoull(w[1]) : 0;
 }
 
+namespace {
+
+// True when every thread of `pid` is stopped (state T in /proc).
+bool AllThreadsStopped(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR *d = opendir(dir.c_str());
+  if (d == nullptr) return true;  // gone
+  bool stopped = true;
+  while (dirent *e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'T') stopped = false;
+  }
+  closedir(d);
+  return stopped;
+}
+
+}  // namespace
+
 void PeerProcess::Kill(int sig) {
-  if (pid_ > 0) kill(pid_, sig);
+  if (pid_ <= 0) return;
+  kill(pid_, sig);
+  // SIGSTOP takes effect asynchronously: an I/O thread could still serve a
+  // request sent right after. Wait until every thread has stopped.
+  for (int i = 0; sig == SIGSTOP && i < 2000 && !AllThreadsStopped(pid_); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void PeerProcess::Stop(int timeout_ms) {
