@@ -54,6 +54,16 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
   bool refreshed = false;
   RegionTable::Ref hint = nullptr;
   direct->reserve(descs.size());
+  // Remote checks: the last region that matched answers most of a batch
+  // without a lookup (and without taking the table's lock per descriptor).
+  wire::RegionInfo last{0, 0};
+  auto remote_ok = [&](uint64_t addr, uint64_t len) {
+    if (last.len != 0 && addr >= last.addr && len <= last.len && addr - last.addr <= last.len - len) return true;
+    wire::RegionInfo found;
+    if (!link.remote_regions.Find(addr, len, &found)) return false;
+    last = found;
+    return true;
+  };
   for (size_t i = 0; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
     if (d.len == 0 || d.local_addr + d.len < d.local_addr || d.remote_addr + d.len < d.remote_addr ||
@@ -74,21 +84,32 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
                 OpName(op), link.name.c_str(), i, d.local_addr, d.len);
       return PARAM_INVALID;
     }
-    if (!link.remote_regions.Contains(d.remote_addr, d.len)) {
+    if (!remote_ok(d.remote_addr, d.len)) {
       // Maybe registered at the remote after our copy was taken: ask again, once per batch.
       if (!refreshed) {
         refreshed = true;
         Status s = RefreshRemoteRegions(link, deadline);
         if (s != SUCCESS) return s;
+        last = {0, 0};
       }
-      if (!link.remote_regions.Contains(d.remote_addr, d.len)) {
+      if (!remote_ok(d.remote_addr, d.len)) {
         HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "
                   "registered at the remote; nothing of the batch was moved",
                   OpName(op), link.name.c_str(), i, d.remote_addr, d.len);
         return PARAM_INVALID;
       }
     }
-    (r != nullptr ? direct : relayed)->push_back({d.local_addr, d.remote_addr, d.len});
+    // Descriptors that continue the previous one on both sides become one
+    // piece, if one remote region holds both: every transport then handles
+    // fewer, longer segments.
+    std::vector<Piece> *out = r != nullptr ? direct : relayed;
+    if (!out->empty() && out->back().local + out->back().len == d.local_addr &&
+        out->back().remote + out->back().len == d.remote_addr && out->back().remote >= last.addr &&
+        d.remote_addr + d.len <= last.addr + last.len) {
+      out->back().len += d.len;
+    } else {
+      out->push_back({d.local_addr, d.remote_addr, d.len});
+    }
   }
   return SUCCESS;
 }

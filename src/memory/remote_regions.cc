@@ -38,12 +38,18 @@ bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {
   return ContainsLocked(addr, len);
 }
 
-bool RemoteRegions::ContainsLocked(uint64_t addr, uint64_t len) const {
+bool RemoteRegions::Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  size_t i = FindLocked(addr, len);
+  if (i == SIZE_MAX) return false;
+  *region = regions_[i];
+  return true;
+}
+
+size_t RemoteRegions::FindLocked(uint64_t addr, uint64_t len) const {
   return FindContaining(
-             regions_, max_end_, addr, len, [](const wire::RegionInfo &r) { return r.addr; },
-             [](const wire::RegionInfo &r, uint64_t a, uint64_t n) {
-               return a >= r.addr && n <= r.len && a - r.addr <= r.len - n;
-             }) != SIZE_MAX;
+      regions_, max_end_, addr, len, [](const wire::RegionInfo &r) { return r.addr; },
+      [](const wire::RegionInfo &r, uint64_t a, uint64_t n) { return a >= r.addr && n <= r.len && a - r.addr <= r.len - n; });
 }
 
 }  // namespace hixl

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <shared_mutex>
 #include <vector>
 
@@ -22,6 +23,8 @@ class RemoteRegions {
   // Removes the region (addr, len) exactly; waits for Holds using it.
   void Revoke(uint64_t addr, uint64_t len);
   bool Contains(uint64_t addr, uint64_t len) const;
+  // Like Contains, and says which region contains the range.
+  bool Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const;
 
   // While alive, no Replace/Revoke can happen: ranges checked with
   // ContainsHeld stay valid.
@@ -36,7 +39,8 @@ class RemoteRegions {
   };
 
  private:
-  bool ContainsLocked(uint64_t addr, uint64_t len) const;
+  bool ContainsLocked(uint64_t addr, uint64_t len) const { return FindLocked(addr, len) != SIZE_MAX; }
+  size_t FindLocked(uint64_t addr, uint64_t len) const;
   void RebuildLocked();
 
   mutable std::shared_mutex mu_;

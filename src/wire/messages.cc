@@ -1,5 +1,8 @@
 #include "wire/messages.h"
 
+#include <bit>
+#include <cstring>
+
 #include "wire/codec.h"
 #include "wire/frame.h"
 
@@ -98,13 +101,27 @@ bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *re
   return DecodeRegionList(&r, regions) && r.Done();
 }
 
+// Segment lists are the one message that can be long (65536 entries): they
+// are written and read with memcpy on little-endian hosts, and byte by byte
+// elsewhere.
 void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out) {
-  out->reserve(out->size() + SegmentsBodySize(count));
-  Writer w(out);
-  w.U32(static_cast<uint32_t>(count));
-  for (size_t i = 0; i < count; ++i) {
-    w.U64(segs[i].addr);
-    w.U64(segs[i].len);
+  size_t at = out->size();
+  out->resize(at + SegmentsBodySize(count));
+  uint8_t *p = out->data() + at;
+  auto count32 = static_cast<uint32_t>(count);
+  if constexpr (std::endian::native == std::endian::little) {
+    static_assert(sizeof(Segment) == kSegmentBytes);
+    std::memcpy(p, &count32, 4);
+    if (count > 0) std::memcpy(p + 4, segs, count * kSegmentBytes);
+  } else {
+    std::vector<uint8_t> tmp;
+    Writer w(&tmp);
+    w.U32(count32);
+    for (size_t i = 0; i < count; ++i) {
+      w.U64(segs[i].addr);
+      w.U64(segs[i].len);
+    }
+    std::memcpy(p, tmp.data(), tmp.size());
   }
 }
 
@@ -113,17 +130,22 @@ bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs
   uint32_t n = r.U32();
   if (!r.ok() || n == 0 || n > kMaxSegmentsPerFrame || size != SegmentsBodySize(n)) return false;
   segs->resize(n);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(segs->data(), data + 4, static_cast<size_t>(n) * kSegmentBytes);
+  } else {
+    for (uint32_t i = 0; i < n; ++i) {
+      (*segs)[i].addr = r.U64();
+      (*segs)[i].len = r.U64();
+    }
+  }
   uint64_t sum = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    Segment &s = (*segs)[i];
-    s.addr = r.U64();
-    s.len = r.U64();
+  for (const Segment &s : *segs) {
     if (s.len == 0 || s.len > kMaxPayload || s.addr + s.len < s.addr) return false;
     sum += s.len;  // cannot wrap: each len <= 2^30 and n <= 2^16
     if (sum > kMaxPayload) return false;
   }
   *total = sum;
-  return r.Done();
+  return true;
 }
 
 void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out) {

@@ -109,7 +109,7 @@ void InitiatorStream::Cancel(const Completion *c) {
         break;
       }
       r->abandoned = true;
-      if (i == 0 && rx_ == Rx::kPayload) rx_ = Rx::kDiscard;
+      if (i == 0 && rx_ == Rx::kPayload && !r->stage_in) rx_ = Rx::kDiscard;
       r->in.clear();
       ++i;
     }
@@ -183,9 +183,7 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
         if (r == IoResult::kProgress && part_left_ == 0) {
           if (cur_.payload_len > 0) {
-            rx_ = q_.front()->abandoned ? Rx::kDiscard : Rx::kPayload;
-            part_.Reset(&q_.front()->in);
-            part_left_ = cur_.payload_len;
+            StartPayloadLocked();
           } else {
             FinishFrontLocked(fin);
           }
@@ -250,14 +248,30 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
   } else if (rx_push_) {
     FinishFrontLocked(fin);
   } else if (cur_.payload_len > 0) {
-    rx_ = q_.front()->abandoned ? Rx::kDiscard : Rx::kPayload;
-    part_.Reset(&q_.front()->in);
-    part_left_ = cur_.payload_len;
+    StartPayloadLocked();
   } else {
     body_.clear();
     FinishFrontLocked(fin);
   }
   return true;
+}
+
+void InitiatorStream::StartPayloadLocked() {
+  Request &r = *q_.front();
+  part_left_ = cur_.payload_len;
+  if (r.abandoned) {
+    rx_ = Rx::kDiscard;
+    return;
+  }
+  rx_ = Rx::kPayload;
+  if (r.stage_in) {
+    if (r.staged.capacity() < r.in_len) r.staged = buffers_.Take(r.in_len);
+    r.staged.Resize(r.in_len);
+    r.staged_iov.assign(1, iovec{r.staged.data(), r.staged.size()});
+    part_.Reset(&r.staged_iov);
+  } else {
+    part_.Reset(&r.in);
+  }
 }
 
 void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
@@ -275,6 +289,9 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   }
   f.req = std::move(q_.front());
   q_.pop_front();
+  // A staged READ reply lands in the user's buffers now, under the lock
+  // that Cancel takes: an abandoned request is never copied out.
+  if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
   --send_idx_;
   queued_.store(q_.size(), std::memory_order_relaxed);
   f.status = WireStatus(cur_.status);
@@ -321,6 +338,7 @@ void InitiatorStream::Complete(FinishedList *fin) {
     }
     if (f.status == SUCCESS && f.req->on_reply && !f.req->abandoned) f.req->on_reply(std::move(f.body));
     if (f.req->done) f.req->done->PartDone(f.status);
+    buffers_.Give(std::move(f.req->staged));
   }
   fin->clear();
 }

@@ -36,6 +36,10 @@ struct Request {
   std::vector<iovec> payload;    // WRITE: the user's data to send
   std::vector<iovec> in;         // READ: where the reply's payload goes
   uint64_t in_len = 0;
+  // Small segments (see Coalesce): a WRITE's payload copied here at submit,
+  // or a READ reply received here and scattered to `in` when complete.
+  ByteBuffer staged;
+  bool stage_in = false;
   std::shared_ptr<Completion> done;
   // Control replies (regions, notify): gets the reply body on success.
   std::function<void(std::vector<uint8_t> &&)> on_reply;
@@ -43,6 +47,7 @@ struct Request {
   // Stream-private state.
   std::vector<iovec> out;  // hdr + body + payload
   IovCursor out_cursor;
+  std::vector<iovec> staged_iov;
   bool abandoned = false;  // cancelled: reply is read and dropped
 };
 
@@ -75,6 +80,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // When bytes last arrived (or the stream opened), steady-clock ms.
   int64_t last_rx_ms() const { return last_rx_ms_.load(std::memory_order_relaxed); }
   const std::string &name() const { return name_; }
+  // Staging buffers for this stream's small-segment frames, reused.
+  BufferCache &buffers() { return buffers_; }
 
  private:
   struct Finished {
@@ -90,6 +97,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void RecvLocked(FinishedList *fin);
   bool OnHeaderLocked(FinishedList *fin);  // false: protocol error (stream closed)
   void FinishFrontLocked(FinishedList *fin);
+  // The front request's reply payload starts: where it goes.
+  void StartPayloadLocked();
   // Completes the requests at the front that expect no reply and are sent.
   void PopUnansweredLocked(FinishedList *fin);
   void CloseLocked(const std::string &why, FinishedList *fin);
@@ -105,6 +114,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<int64_t> last_rx_ms_;
+  BufferCache buffers_;
   std::deque<std::unique_ptr<Request>> q_;
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   uint64_t next_id_ = 1;

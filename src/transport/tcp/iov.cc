@@ -54,6 +54,20 @@ size_t IovBytes(const std::vector<iovec> &v) {
   return sum;
 }
 
+void GatherInto(const std::vector<iovec> &src, uint8_t *dst) {
+  for (const auto &v : src) {
+    std::memcpy(dst, v.iov_base, v.iov_len);
+    dst += v.iov_len;
+  }
+}
+
+void ScatterFrom(const uint8_t *src, const std::vector<iovec> &dst) {
+  for (const auto &v : dst) {
+    std::memcpy(v.iov_base, src, v.iov_len);
+    src += v.iov_len;
+  }
+}
+
 IoResult RxBuffer::Fill(int fd) {
   if (head_ == tail_) {
     head_ = tail_ = 0;

@@ -11,6 +11,8 @@
 #include <array>
 #include <cerrno>
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,69 @@ class IovCursor {
 
 // Sums iov_len; saturates instead of wrapping.
 size_t IovBytes(const std::vector<iovec> &v);
+
+// A byte buffer that is not zero-filled (it is always written before it is
+// read) and keeps its storage when shrunk.
+class ByteBuffer {
+ public:
+  void Resize(size_t n) {
+    if (n > cap_) {
+      p_.reset(new uint8_t[n]);
+      cap_ = n;
+    }
+    size_ = n;
+  }
+  uint8_t *data() { return p_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t capacity() const { return cap_; }
+
+ private:
+  std::unique_ptr<uint8_t[]> p_;
+  size_t size_ = 0;
+  size_t cap_ = 0;
+};
+
+// A few ByteBuffers kept for reuse: staging buffers are needed per frame,
+// and fresh large allocations cost page faults every time.
+class BufferCache {
+ public:
+  ByteBuffer Take(size_t n) {
+    ByteBuffer b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        b = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    b.Resize(n);
+    return b;
+  }
+  void Give(ByteBuffer &&b) {
+    if (b.capacity() == 0 || b.capacity() > kMaxKept) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMaxCount) free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kMaxCount = 32;
+  static constexpr size_t kMaxKept = 8u << 20;
+  std::mutex mu_;
+  std::vector<ByteBuffer> free_;
+};
+
+// Small segments cost the kernel more per iovec than a memcpy costs per
+// byte: a frame whose segments average at most this many bytes is copied
+// into (or out of) one contiguous buffer and moved with a single iovec.
+constexpr size_t kCoalesceAvgBytes = 1024;
+inline bool Coalesce(size_t bytes, size_t segments) {
+  return segments > 1 && bytes <= kCoalesceAvgBytes * segments;
+}
+// Copies the bytes `src` describes into `dst` (IovBytes(src) bytes).
+void GatherInto(const std::vector<iovec> &src, uint8_t *dst);
+// Copies IovBytes(dst) bytes from `src` to where `dst` says.
+void ScatterFrom(const uint8_t *src, const std::vector<iovec> &dst);
 
 // Result of a non-blocking read or write step.
 enum class IoResult { kProgress, kWouldBlock, kEof, kError };

@@ -107,6 +107,7 @@ void TargetStream::Send() {
   IoResult r = SendCursors(fd_, tx_.size(), [this](size_t i) { return &tx_[i]->cursor; });
   bool progressed = false;
   while (!tx_.empty() && tx_.front()->cursor.done()) {
+    buffers_.Give(std::move(tx_.front()->owned));
     tx_.pop_front();  // releases the pins of a READ reply
     progressed = true;
   }
@@ -137,8 +138,10 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
 }
 
 void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
-                              std::vector<iovec> payload, PinSet pins) {
+                              std::vector<iovec> payload, PinSet pins, ByteBuffer owned) {
   auto r = std::make_unique<Reply>();
+  r->owned = std::move(owned);
+  if (!r->owned.empty()) payload.assign(1, iovec{r->owned.data(), r->owned.size()});
   wire::FrameHeader h;
   h.type = type;
   h.status = status;
@@ -177,6 +180,7 @@ void TargetStream::Recv() {
       case Rx::kPayload:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
         if (r == IoResult::kProgress && part_left_ == 0) {
+          if (write_staged_) ScatterFrom(stage_.data(), payload_iov_);
           payload_pins_.Release();
           QueueReply(wire::MsgType::kWriteAck, SUCCESS);
           rx_ = Rx::kHeader;
@@ -275,7 +279,14 @@ bool TargetStream::OnRequest() {
       }
       payload_pins_.Release();
       if (Resolve("WRITE", &payload_iov_, &payload_pins_)) {
-        part_.Reset(&payload_iov_);
+        write_staged_ = Coalesce(cur_.payload_len, payload_iov_.size());
+        if (write_staged_) {
+          stage_.Resize(cur_.payload_len);
+          stage_iov_.assign(1, iovec{stage_.data(), stage_.size()});
+          part_.Reset(&stage_iov_);
+        } else {
+          part_.Reset(&payload_iov_);
+        }
         rx_ = Rx::kPayload;
       } else {
         write_status_ = PARAM_INVALID;
@@ -293,7 +304,15 @@ bool TargetStream::OnRequest() {
       std::vector<iovec> iov;
       PinSet pins;
       if (Resolve("READ", &iov, &pins)) {
-        QueueReply(wire::MsgType::kReadResp, SUCCESS, {}, std::move(iov), std::move(pins));
+        if (Coalesce(total, iov.size())) {
+          // Copy the small pieces out now: one iovec to send, no pins held.
+          ByteBuffer owned = buffers_.Take(total);
+          GatherInto(iov, owned.data());
+          pins.Release();
+          QueueFrame(wire::MsgType::kReadResp, SUCCESS, cur_.req_id, {}, {}, PinSet(), std::move(owned));
+        } else {
+          QueueReply(wire::MsgType::kReadResp, SUCCESS, {}, std::move(iov), std::move(pins));
+        }
       } else {
         QueueReply(wire::MsgType::kReadResp, PARAM_INVALID);
       }

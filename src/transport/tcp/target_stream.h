@@ -53,7 +53,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
     std::vector<uint8_t> body;
     std::vector<iovec> out;
     IovCursor cursor;
-    PinSet pins;  // regions a READ reply sends from
+    PinSet pins;                 // regions a READ reply sends from
+    ByteBuffer owned;            // or a copy of them (small segments)
   };
 
   void Recv();
@@ -64,7 +65,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   void QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body = {},
                   std::vector<iovec> payload = {}, PinSet pins = PinSet());
   void QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
-                  std::vector<iovec> payload, PinSet pins);
+                  std::vector<iovec> payload, PinSet pins, ByteBuffer owned = {});
   void Send();
   void UpdateInterest();
   void CloseStream(const std::string &why, bool error);
@@ -97,8 +98,12 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::vector<wire::Segment> segs_;
   std::vector<iovec> payload_iov_;
   PinSet payload_pins_;           // regions the current WRITE lands in
+  ByteBuffer stage_;              // small segments: the WRITE payload lands here first
+  std::vector<iovec> stage_iov_;
+  bool write_staged_ = false;
 
   std::deque<std::unique_ptr<Reply>> tx_;
+  BufferCache buffers_;  // for small-segment READ replies
 };
 
 }  // namespace hixl::tcp

@@ -148,11 +148,19 @@ void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::sh
     std::vector<uint8_t> body;
     wire::EncodeSegments(segs.data(), segs.size(), &body);
     auto r = MakeRequest(is_write ? wire::MsgType::kWriteReq : wire::MsgType::kReadReq, std::move(body), done);
-    if (is_write) {
+    const bool small = Coalesce(frame_len, local.size());
+    InitiatorStream &stream = *streams_[next % ns];
+    if (is_write && small) {
+      r->staged = stream.buffers().Take(frame_len);
+      GatherInto(local, r->staged.data());
+      r->payload.assign(1, iovec{r->staged.data(), r->staged.size()});
+    } else if (is_write) {
       r->payload = std::move(local);
     } else {
       r->in = std::move(local);
       r->in_len = frame_len;
+      r->stage_in = small;
+      if (small) r->staged = stream.buffers().Take(frame_len);
     }
     per_stream[next++ % ns].push_back(std::move(r));
     segs.clear();
