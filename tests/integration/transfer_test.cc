@@ -209,6 +209,27 @@ TEST_P(TransferTest, RegionDeregisteredAtTargetIsRefused) {
   EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
 }
 
+TEST_P(TransferTest, ContiguousDescriptorsAcrossTwoAdjacentRemoteRegions) {
+  // One allocation registered as two regions that touch.
+  auto w = Words(peer_.Command("ALLOC " + std::to_string(2u << 20)));
+  ASSERT_EQ(w.size(), 3u);
+  size_t id = std::stoul(w[1]);
+  uintptr_t base = std::stoull(w[2]);
+  ASSERT_EQ(Words(peer_.Command("REG " + w[1] + " 0 " + std::to_string(1u << 20)))[0], "OK");
+  ASSERT_EQ(Words(peer_.Command("REG " + w[1] + " " + std::to_string(1u << 20) + " " + std::to_string(1u << 20)))[0],
+            "OK");
+  FillPattern(local_->data(), 2u << 20, 55);
+  // Contiguous on both sides, each inside one region: fine (and never merged
+  // into one segment that no single region holds).
+  std::vector<hixl::TransferOpDesc> two{{local_->addr(), base, 1u << 20},
+                                        {local_->addr() + (1u << 20), base + (1u << 20), 1u << 20}};
+  ASSERT_EQ(Transfer(hixl::WRITE, two), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(id, 0, 2u << 20), Hash(local_->data(), 2u << 20));
+  // One descriptor across the boundary is inside no single region.
+  std::vector<hixl::TransferOpDesc> across{{local_->addr(), base + (1u << 20) - 8, 16}};
+  EXPECT_EQ(Transfer(hixl::WRITE, across), hixl::PARAM_INVALID);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
 
 }  // namespace

@@ -171,16 +171,10 @@ void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::sh
     Piece p = pieces[i];
     while (p.len > 0) {
       size_t take = std::min(p.len, frame_bytes - frame_len);
-      auto *lp = reinterpret_cast<uint8_t *>(p.local);
-      // Contiguous on both sides: grow the previous segment instead.
-      if (!segs.empty() && segs.back().addr + segs.back().len == p.remote &&
-          static_cast<uint8_t *>(local.back().iov_base) + local.back().iov_len == lp) {
-        segs.back().len += take;
-        local.back().iov_len += take;
-      } else {
-        segs.push_back({p.remote, take});
-        local.push_back({lp, take});
-      }
+      // Pieces are never merged here: the engine already merged what one
+      // remote region holds, and the target checks each segment on its own.
+      segs.push_back({p.remote, take});
+      local.push_back({reinterpret_cast<uint8_t *>(p.local), take});
       frame_len += take;
       p.local += take;
       p.remote += take;
