@@ -3,6 +3,7 @@
 #include <cinttypes>
 
 #include "common/log.h"
+#include "engine/batch_check.h"
 #include "engine/engine.h"
 #include "wire/frame.h"
 
@@ -50,68 +51,42 @@ Status Engine::RefreshRemoteRegions(Link &link, Deadline deadline) {
 Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
                             PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
-  const bool pool_on = pool_.enabled();
-  bool refreshed = false;
-  RegionTable::Ref hint = nullptr;
+  BatchCheck check(*table, link.remote_regions, pool_.enabled());
   direct->reserve(descs.size());
-  // Remote checks: the last region that matched answers most of a batch
-  // without a lookup (and without taking the table's lock per descriptor).
-  wire::RegionInfo last{0, 0};
-  auto remote_ok = [&](uint64_t addr, uint64_t len) {
-    if (last.len != 0 && addr >= last.addr && len <= last.len && addr - last.addr <= last.len - len) return true;
-    wire::RegionInfo found;
-    if (!link.remote_regions.Find(addr, len, &found)) return false;
-    last = found;
-    return true;
-  };
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const TransferOpDesc &d = descs[i];
-    if (d.len == 0 || d.local_addr + d.len < d.local_addr || d.remote_addr + d.len < d.remote_addr ||
-        d.local_addr == 0) {
-      HIXL_LOGE("Transfer %s %s: descriptor %zu (local=0x%" PRIxPTR " remote=0x%" PRIxPTR
-                " len=%zu) is empty, null or wraps around",
-                OpName(op), link.name.c_str(), i, d.local_addr, d.remote_addr, d.len);
-      return PARAM_INVALID;
+  bool refreshed = false;
+  for (size_t from = 0;;) {
+    BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
+    if (r.verdict == BatchCheck::Verdict::kOk) return SUCCESS;
+    const TransferOpDesc &d = descs[r.index];
+    if (r.verdict == BatchCheck::Verdict::kRemoteUnknown && !refreshed) {
+      // Maybe registered at the remote after our copy was taken: ask again,
+      // once per batch, and go on from this descriptor.
+      refreshed = true;
+      Status s = RefreshRemoteRegions(link, deadline);
+      if (s != SUCCESS) return s;
+      check.ForgetRemote();
+      from = r.index;
+      continue;
     }
-    RegionTable::Ref r = table->Find(d.local_addr, d.len, hint);
-    if (r != nullptr) {
-      if (r != hint && !pins->Add(*r)) r = nullptr;  // deregistered just now
-      hint = r;
-    }
-    if (r == nullptr && !pool_on) {
-      HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is not inside a registered region "
-                "(and the buffer pool is off)",
-                OpName(op), link.name.c_str(), i, d.local_addr, d.len);
-      return PARAM_INVALID;
-    }
-    if (!remote_ok(d.remote_addr, d.len)) {
-      // Maybe registered at the remote after our copy was taken: ask again, once per batch.
-      if (!refreshed) {
-        refreshed = true;
-        Status s = RefreshRemoteRegions(link, deadline);
-        if (s != SUCCESS) return s;
-        last = {0, 0};
-      }
-      if (!remote_ok(d.remote_addr, d.len)) {
+    switch (r.verdict) {
+      case BatchCheck::Verdict::kBadDescriptor:
+        HIXL_LOGE("Transfer %s %s: descriptor %zu (local=0x%" PRIxPTR " remote=0x%" PRIxPTR
+                  " len=%zu) is empty, null or wraps around",
+                  OpName(op), link.name.c_str(), r.index, d.local_addr, d.remote_addr, d.len);
+        break;
+      case BatchCheck::Verdict::kLocalUnregistered:
+        HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is not inside a registered region "
+                  "(and the buffer pool is off)",
+                  OpName(op), link.name.c_str(), r.index, d.local_addr, d.len);
+        break;
+      default:
         HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "
                   "registered at the remote; nothing of the batch was moved",
-                  OpName(op), link.name.c_str(), i, d.remote_addr, d.len);
-        return PARAM_INVALID;
-      }
+                  OpName(op), link.name.c_str(), r.index, d.remote_addr, d.len);
+        break;
     }
-    // Descriptors that continue the previous one on both sides become one
-    // piece, if one remote region holds both: every transport then handles
-    // fewer, longer segments.
-    std::vector<Piece> *out = r != nullptr ? direct : relayed;
-    if (!out->empty() && out->back().local + out->back().len == d.local_addr &&
-        out->back().remote + out->back().len == d.remote_addr && out->back().remote >= last.addr &&
-        d.remote_addr + d.len <= last.addr + last.len) {
-      out->back().len += d.len;
-    } else {
-      out->push_back({d.local_addr, d.remote_addr, d.len});
-    }
+    return PARAM_INVALID;
   }
-  return SUCCESS;
 }
 
 std::shared_ptr<Relay> Engine::MakeRelay(const std::shared_ptr<Link> &link, TransferOp op,

@@ -125,6 +125,17 @@ void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out
   }
 }
 
+void SegmentWriter::Grow() {
+  room_ = room_ == 0 ? 64 : room_ * 2;
+  out_->resize(SegmentsBodySize(room_));
+}
+
+void SegmentWriter::Finish() {
+  out_->resize(SegmentsBodySize(count_));
+  auto n = static_cast<uint32_t>(count_);
+  for (int i = 0; i < 4; ++i) (*out_)[i] = static_cast<uint8_t>(n >> (8 * i));
+}
+
 bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs, uint64_t *total) {
   Reader r(data, size);
   uint32_t n = r.U32();

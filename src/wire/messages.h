@@ -2,7 +2,9 @@
 // field. Decoders return false on anything malformed; callers close the stream.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,39 @@ bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *re
 constexpr size_t kSegmentBytes = 16;
 inline size_t SegmentsBodySize(size_t count) { return 4 + kSegmentBytes * count; }
 void EncodeSegments(const Segment *segs, size_t count, std::vector<uint8_t> *out);
+// Writes a segment list straight into a body, one segment at a time (the
+// planner's hot loop): Add, then Finish to fill in the count.
+class SegmentWriter {
+ public:
+  // `expect`: how many segments there will probably be (room is made once).
+  explicit SegmentWriter(std::vector<uint8_t> *out, size_t expect = 0) : out_(out), room_(expect) {
+    out_->resize(SegmentsBodySize(room_));
+  }
+  void Add(uint64_t addr, uint64_t len) {
+    if (count_ == room_) Grow();
+    uint8_t *p = out_->data() + 4 + kSegmentBytes * count_;
+    PutLe64(p, addr);
+    PutLe64(p + 8, len);
+    ++count_;
+  }
+  size_t count() const { return count_; }
+  // Trims the body to the segments added and writes their count.
+  void Finish();
+
+ private:
+  static void PutLe64(uint8_t *p, uint64_t v) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(p, &v, 8);
+    } else {
+      for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+    }
+  }
+  void Grow();
+
+  std::vector<uint8_t> *out_;
+  size_t room_;
+  size_t count_ = 0;
+};
 // Checks: 1..kMaxSegmentsPerFrame segments, exact size, every len > 0, no
 // address range wraps, total fits in kMaxPayload. `total` gets the byte sum.
 bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs, uint64_t *total);

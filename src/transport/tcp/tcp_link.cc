@@ -7,17 +7,12 @@
 #include <random>
 
 #include "common/log.h"
+#include "transport/tcp/frame_planner.h"
 #include "transport/tcp/socket.h"
 #include "wire/frame.h"
 
 namespace hixl::tcp {
 namespace {
-
-// Frames carry at most this much data and this many segments: big batches
-// still spread over every stream, and one frame never monopolises a stream.
-constexpr size_t kMaxFrameBytes = 4u << 20;
-constexpr size_t kMinFrameBytes = 256u << 10;
-constexpr size_t kMaxFrameSegments = 8192;
 
 uint64_t RandomNonce() {
   std::random_device rd;
@@ -132,61 +127,13 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
 
 void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done, Deadline,
                      bool) {
-  size_t total = 0;
-  for (size_t i = 0; i < n; ++i) total += pieces[i].len;
-  const size_t ns = streams_.size();
-  // Big batches: about one frame per stream, within [min, max] bytes.
-  size_t frame_bytes = std::clamp(total / ns + 1, kMinFrameBytes, kMaxFrameBytes);
-  std::vector<std::vector<std::unique_ptr<Request>>> per_stream(ns);
-  size_t next = rotate_.fetch_add(1, std::memory_order_relaxed);
-
-  std::vector<wire::Segment> segs;
-  std::vector<iovec> local;
-  size_t frame_len = 0;
-  auto flush = [&] {
-    if (segs.empty()) return;
-    std::vector<uint8_t> body;
-    wire::EncodeSegments(segs.data(), segs.size(), &body);
-    auto r = MakeRequest(is_write ? wire::MsgType::kWriteReq : wire::MsgType::kReadReq, std::move(body), done);
-    const bool small = Coalesce(frame_len, local.size());
-    InitiatorStream &stream = *streams_[next % ns];
-    if (is_write && small) {
-      r->staged = stream.buffers().Take(frame_len);
-      GatherInto(local, r->staged.data());
-      r->payload.assign(1, iovec{r->staged.data(), r->staged.size()});
-    } else if (is_write) {
-      r->payload = std::move(local);
-    } else {
-      r->in = std::move(local);
-      r->in_len = frame_len;
-      r->stage_in = small;
-      if (small) r->staged = stream.buffers().Take(frame_len);
-    }
-    per_stream[next++ % ns].push_back(std::move(r));
-    segs.clear();
-    local.clear();
-    frame_len = 0;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    Piece p = pieces[i];
-    while (p.len > 0) {
-      size_t take = std::min(p.len, frame_bytes - frame_len);
-      // Pieces are never merged here: the engine already merged what one
-      // remote region holds, and the target checks each segment on its own.
-      segs.push_back({p.remote, take});
-      local.push_back({reinterpret_cast<uint8_t *>(p.local), take});
-      frame_len += take;
-      p.local += take;
-      p.remote += take;
-      p.len -= take;
-      if (frame_len == frame_bytes || segs.size() == kMaxFrameSegments) flush();
-    }
-  }
-  flush();
+  std::vector<BufferCache *> caches;
+  for (auto &s : streams_) caches.push_back(&s->buffers());
+  auto per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches, done);
   size_t frames = 0;
   for (const auto &v : per_stream) frames += v.size();
   done->AddParts(frames);
-  for (size_t i = 0; i < ns; ++i) SubmitOrFail(streams_[i].get(), &per_stream[i]);
+  for (size_t i = 0; i < streams_.size(); ++i) SubmitOrFail(streams_[i].get(), &per_stream[i]);
 }
 
 void TcpLink::SubmitControl(std::unique_ptr<Request> req) {
