@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <latch>
 #include <thread>
 
 extern char **environ;
@@ -57,6 +59,38 @@ std::string FormatSize(uint64_t bytes) {
   return std::to_string(bytes) + units[u];
 }
 
+std::vector<std::string> SplitList(const std::string &text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool ParseSizeList(const std::string &text, std::vector<uint64_t> *out) {
+  out->clear();
+  for (const auto &item : SplitList(text)) {
+    uint64_t v = 0;
+    if (!ParseSize(item, &v) || v == 0) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
+}
+
+bool ParseIntList(const std::string &text, std::vector<int> *out) {
+  out->clear();
+  for (const auto &item : SplitList(text)) {
+    uint64_t v = 0;
+    if (!ParseSize(item, &v) || v == 0 || v > 1000000) return false;
+    out->push_back(static_cast<int>(v));
+  }
+  return !out->empty();
+}
+
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
 double Percentile(std::vector<double> v, double p) {
@@ -71,6 +105,32 @@ double Percentile(std::vector<double> v, double p) {
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double RunParallel(int n, const std::function<bool(int)> &fn) {
+  if (n == 1) {
+    double t0 = NowSeconds();
+    bool ok = fn(0);
+    return ok ? NowSeconds() - t0 : -1;
+  }
+  std::latch ready(n);
+  std::latch go(1);
+  std::atomic<bool> ok{true};
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      ready.count_down();
+      go.wait();
+      if (!fn(i)) ok = false;
+    });
+  }
+  ready.wait();  // every thread is started and parked: time from here
+  double t0 = NowSeconds();
+  go.count_down();
+  for (auto &t : threads) t.join();
+  double t1 = NowSeconds();
+  return ok ? t1 - t0 : -1;
 }
 
 void *AllocBuffer(size_t len) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,20 @@ namespace hixl_bench {
 // "4096", "4K", "1M", "2G" (binary units). False on anything else.
 bool ParseSize(const std::string &text, uint64_t *out);
 std::string FormatSize(uint64_t bytes);
+// Comma-separated lists: "4K,64K" (sizes, > 0) and "1,2,4" (integers > 0).
+bool ParseSizeList(const std::string &text, std::vector<uint64_t> *out);
+bool ParseIntList(const std::string &text, std::vector<int> *out);
+std::vector<std::string> SplitList(const std::string &text);
 
 double Median(std::vector<double> v);
 double Percentile(std::vector<double> v, double p);  // p in [0, 100]
 double NowSeconds();
+
+// Runs fn(0..n-1) on n threads released together; returns the seconds from
+// the release to the last one's end, or a negative number if any fn
+// returned false. n == 1 runs inline, so that a single-threaded figure
+// carries no thread start-up.
+double RunParallel(int n, const std::function<bool(int)> &fn);
 
 // Page-aligned, pre-faulted memory of `len` bytes (munmap'ed by FreeBuffer).
 void *AllocBuffer(size_t len);

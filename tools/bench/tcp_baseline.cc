@@ -3,11 +3,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -19,6 +21,12 @@ namespace hixl_bench {
 namespace {
 
 enum : uint64_t { kCmdWrite = 1, kCmdRead = 2, kCmdPing = 3 };
+
+struct Command {
+  uint64_t type;
+  uint64_t bytes;
+  uint64_t offset;
+};
 
 bool FullSend(int fd, const void *p, size_t n) {
   auto *c = static_cast<const char *>(p);
@@ -42,12 +50,15 @@ bool FullRecv(int fd, void *p, size_t n) {
   return true;
 }
 
-// Moves `bytes` through a buffer of `size` bytes, wrapping around.
-bool Stream(int fd, bool sending, char *buf, uint64_t size, uint64_t bytes) {
+// Moves `bytes` through buf[offset..], wrapping around at `size`: the peer
+// serves any amount from a buffer of fixed size.
+bool Stream(int fd, bool sending, char *buf, uint64_t size, uint64_t offset, uint64_t bytes) {
+  uint64_t pos = offset % size;
   while (bytes > 0) {
-    size_t step = static_cast<size_t>(std::min(bytes, size));
-    if (!(sending ? FullSend(fd, buf, step) : FullRecv(fd, buf, step))) return false;
+    size_t step = static_cast<size_t>(std::min(bytes, size - pos));
+    if (!(sending ? FullSend(fd, buf + pos, step) : FullRecv(fd, buf + pos, step))) return false;
     bytes -= step;
+    pos = 0;
   }
   return true;
 }
@@ -71,25 +82,60 @@ bool MakeAddr(const std::string &host, int port, sockaddr_storage *ss, socklen_t
   return false;
 }
 
+// Serves one connection with a buffer of its own, allocated at its first
+// command: connections never share memory (which a race detector could not
+// tell from a race, as their order is kept only by the client), and one
+// that only pings (the connect baseline) never pays for it.
 void Serve(int fd, uint64_t size) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  auto *buf = static_cast<char *>(AllocBuffer(size));
-  uint64_t cmd[2];
-  while (buf != nullptr && FullRecv(fd, cmd, sizeof(cmd))) {
+  char *buf = nullptr;
+  std::vector<char> ping;
+  Command cmd;
+  while (FullRecv(fd, &cmd, sizeof(cmd))) {
     char ack = 1;
     bool ok = false;
-    if (cmd[0] == kCmdWrite) {
-      ok = Stream(fd, false, buf, size, cmd[1]) && FullSend(fd, &ack, 1);
-    } else if (cmd[0] == kCmdRead) {
-      ok = Stream(fd, true, buf, size, cmd[1]);
-    } else if (cmd[0] == kCmdPing && cmd[1] <= size) {
-      ok = FullRecv(fd, buf, cmd[1]) && FullSend(fd, buf, cmd[1]);
+    if (cmd.type == kCmdPing && cmd.bytes <= size) {
+      if (ping.size() < cmd.bytes) ping.resize(cmd.bytes);
+      ok = FullRecv(fd, ping.data(), cmd.bytes) && FullSend(fd, ping.data(), cmd.bytes);
+    } else if (cmd.type == kCmdWrite || cmd.type == kCmdRead) {
+      if (buf == nullptr && (buf = static_cast<char *>(AllocBuffer(size))) == nullptr) break;
+      ok = cmd.type == kCmdWrite ? Stream(fd, false, buf, size, cmd.offset, cmd.bytes) && FullSend(fd, &ack, 1)
+                                 : Stream(fd, true, buf, size, cmd.offset, cmd.bytes);
     }
     if (!ok) break;
   }
   FreeBuffer(buf, size);
   close(fd);
+}
+
+// Threads block in accept() on the listening socket, and the kernel hands
+// each connection to one of them, which serves it to the end and then
+// accepts again. A thread that takes the last idle slot starts one more
+// first, so there is always an acceptor. No thread is started on the path
+// of a connection once the pool has grown to the run's concurrency, which
+// keeps thread start-up (a scheduler tick on a busy machine) out of the
+// connect-latency baseline.
+struct Acceptors {
+  int ls;
+  uint64_t size;
+  std::atomic<int> idle{0};
+};
+
+void AcceptLoop(Acceptors *a) {
+  for (;;) {
+    int fd = accept(a->ls, nullptr, nullptr);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;
+    }
+    if (a->idle.fetch_sub(1) == 1) {
+      a->idle.fetch_add(1);
+      std::thread(AcceptLoop, a).detach();
+    }
+    Serve(fd, a->size);
+    a->idle.fetch_add(1);
+  }
 }
 
 }  // namespace
@@ -101,72 +147,70 @@ int RunTcpPeer(const std::string &host, int port, uint64_t buffer_size) {
   int ls = socket(ss.ss_family, SOCK_STREAM, 0);
   int one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(ls, reinterpret_cast<sockaddr *>(&ss), len) != 0 || listen(ls, 16) != 0) {
+  if (bind(ls, reinterpret_cast<sockaddr *>(&ss), len) != 0 || listen(ls, 64) != 0) {
     std::perror("tcp-peer bind/listen");
     return 1;
   }
+  // Lives until exit: detached acceptors use it.
+  auto *acceptors = new Acceptors{ls, buffer_size};
+  constexpr int kInitialAcceptors = 4;
+  acceptors->idle = kInitialAcceptors;
+  for (int i = 0; i < kInitialAcceptors; ++i) std::thread(AcceptLoop, acceptors).detach();
   std::printf("READY tcp-peer\n");
   std::fflush(stdout);
-  std::vector<std::thread> threads;
-  for (;;) {
-    pollfd p[2] = {{ls, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) break;
-    if (p[1].revents != 0) {
-      char c;
-      if (read(STDIN_FILENO, &c, 1) <= 0) break;  // parent closed our stdin: exit
-    }
-    if (p[0].revents & POLLIN) {
-      int fd = accept(ls, nullptr, nullptr);
-      if (fd >= 0) threads.emplace_back(Serve, fd, buffer_size);
-    }
+  char c;
+  while (read(STDIN_FILENO, &c, 1) > 0) {
   }
-  close(ls);
-  for (auto &t : threads) t.detach();
+  // Our parent closed our stdin: exit (the acceptors and connections end
+  // with the process).
   return 0;
 }
 
-TcpBaselineClient::~TcpBaselineClient() {
+TcpConn::~TcpConn() { Close(); }
+
+void TcpConn::Close() {
   if (fd_ >= 0) close(fd_);
-  FreeBuffer(buf_, size_);
+  fd_ = -1;
 }
 
-bool TcpBaselineClient::Connect(const std::string &host, int port, uint64_t buffer_size) {
+bool TcpConn::Connect(const std::string &host, int port) {
+  Close();
   sockaddr_storage ss;
   socklen_t len;
   if (!MakeAddr(host, port, &ss, &len)) return false;
   fd_ = socket(ss.ss_family, SOCK_STREAM, 0);
-  if (connect(fd_, reinterpret_cast<sockaddr *>(&ss), len) != 0) return false;
+  if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+    Close();
+    return false;
+  }
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  size_ = buffer_size;
-  buf_ = AllocBuffer(size_);
-  return buf_ != nullptr;
+  return true;
 }
 
-double TcpBaselineClient::Move(bool write, uint64_t bytes) {
-  uint64_t cmd[2] = {write ? kCmdWrite : kCmdRead, bytes};
-  char *buf = static_cast<char *>(buf_);
+double TcpConn::Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes) {
+  Command cmd{write ? kCmdWrite : kCmdRead, bytes, remote_offset};
   double t0 = NowSeconds();
-  if (!FullSend(fd_, cmd, sizeof(cmd))) return -1;
+  if (!FullSend(fd_, &cmd, sizeof(cmd))) return -1;
   if (write) {
     char ack;
-    if (!Stream(fd_, true, buf, size_, bytes) || !FullRecv(fd_, &ack, 1)) return -1;
-  } else if (!Stream(fd_, false, buf, size_, bytes)) {
+    if (!FullSend(fd_, local, bytes) || !FullRecv(fd_, &ack, 1)) return -1;
+  } else if (!FullRecv(fd_, local, bytes)) {
     return -1;
   }
   return NowSeconds() - t0;
 }
 
-double TcpBaselineClient::PingPong(uint64_t bytes) {
-  uint64_t cmd[2] = {kCmdPing, bytes};
+double TcpConn::PingPong(char *local, uint64_t bytes) {
+  Command cmd{kCmdPing, bytes, 0};
   double t0 = NowSeconds();
   // Command and payload in one segment, as a real request would go.
-  iovec iov[2] = {{cmd, sizeof(cmd)}, {buf_, bytes}};
+  iovec iov[2] = {{&cmd, sizeof(cmd)}, {local, bytes}};
   msghdr msg{};
   msg.msg_iov = iov;
   msg.msg_iovlen = 2;
   if (sendmsg(fd_, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(cmd) + bytes)) return -1;
-  if (!FullRecv(fd_, buf_, bytes)) return -1;
+  if (!FullRecv(fd_, local, bytes)) return -1;
   return NowSeconds() - t0;
 }
 

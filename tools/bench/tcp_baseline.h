@@ -1,6 +1,6 @@
 // tcp_baseline.h: the yardstick for TCP figures: the same bytes moved over
-// one plain TCP socket between two processes, with large send()/recv() calls
-// and no protocol beyond a 16-byte command and a 1-byte ack.
+// plain TCP sockets between two processes, with large send()/recv() calls
+// and no protocol beyond a 24-byte command and a 1-byte ack.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +8,29 @@
 
 namespace hixl_bench {
 
-// Serves baseline clients on `host:port` until stdin closes. Prints
-// "READY tcp-peer\n" once listening.
+// Serves baseline clients on `host:port` until stdin closes, every
+// connection on a thread of its own with a buffer of `buffer_size` bytes
+// (commands give offsets into it). Prints "READY tcp-peer\n" once listening.
 int RunTcpPeer(const std::string &host, int port, uint64_t buffer_size);
 
-class TcpBaselineClient {
+// One connection to a tcp-peer. The caller owns the local memory.
+class TcpConn {
  public:
-  ~TcpBaselineClient();
-  bool Connect(const std::string &host, int port, uint64_t buffer_size);
-  // Moves `bytes`: to the peer (write) or from it (read). Returns seconds, or
-  // a negative number on error.
-  double Move(bool write, uint64_t bytes);
+  TcpConn() = default;
+  TcpConn(const TcpConn &) = delete;
+  TcpConn &operator=(const TcpConn &) = delete;
+  ~TcpConn();
+  bool Connect(const std::string &host, int port);
+  void Close();
+  // Moves `bytes` between `local` and the peer's buffer at `remote_offset`:
+  // to the peer and waits for its ack (write), or from it (read). Returns
+  // seconds, or a negative number on error.
+  double Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes);
   // One round trip of `bytes` each way (ping-pong); seconds or negative.
-  double PingPong(uint64_t bytes);
+  double PingPong(char *local, uint64_t bytes);
 
  private:
   int fd_ = -1;
-  void *buf_ = nullptr;
-  uint64_t size_ = 0;
 };
 
 }  // namespace hixl_bench

@@ -1,0 +1,9 @@
+#include "config.h"
+
+namespace hixl_bench {
+
+const char *ModeName(Mode m) { return m == Mode::kAsync ? "async" : "sync"; }
+const char *LayoutName(Layout l) { return l == Layout::kContiguous ? "contiguous" : "scattered"; }
+const char *OpName(hixl::TransferOp op) { return op == hixl::READ ? "read" : "write"; }
+
+}  // namespace hixl_bench
