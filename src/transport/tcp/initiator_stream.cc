@@ -1,5 +1,6 @@
 #include "transport/tcp/initiator_stream.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,34 +59,89 @@ InitiatorStream::~InitiatorStream() {
   if (fd_ >= 0) close(fd_);
 }
 
+bool InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) {
+  bool was_idle = send_idx_ == q_.size();
+  for (auto &r : *reqs) {
+    r->req_id = r->wire_id != 0 ? r->wire_id : next_id_++;
+    r->seq = next_seq_++;
+    wire::FrameHeader h;
+    h.type = r->type;
+    h.req_id = r->req_id;
+    h.body_len = static_cast<uint32_t>(r->body.size());
+    h.payload_len = IovBytes(r->payload);
+    wire::EncodeHeader(h, r->hdr);
+    r->out.clear();
+    r->out.reserve(2 + r->payload.size());
+    r->out.push_back({r->hdr, wire::kHeaderSize});
+    if (!r->body.empty()) r->out.push_back({r->body.data(), r->body.size()});
+    r->out.insert(r->out.end(), r->payload.begin(), r->payload.end());
+    r->out_cursor.Reset(&r->out);
+    q_.push_back(std::move(r));
+  }
+  reqs->clear();
+  queued_.store(q_.size(), std::memory_order_relaxed);
+  return was_idle;
+}
+
 bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs) {
   FinishedList fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return false;
-    bool was_idle = send_idx_ == q_.size();
-    for (auto &r : *reqs) {
-      r->req_id = r->wire_id != 0 ? r->wire_id : next_id_++;
-      wire::FrameHeader h;
-      h.type = r->type;
-      h.req_id = r->req_id;
-      h.body_len = static_cast<uint32_t>(r->body.size());
-      h.payload_len = IovBytes(r->payload);
-      wire::EncodeHeader(h, r->hdr);
-      r->out.clear();
-      r->out.reserve(2 + r->payload.size());
-      r->out.push_back({r->hdr, wire::kHeaderSize});
-      if (!r->body.empty()) r->out.push_back({r->body.data(), r->body.size()});
-      r->out.insert(r->out.end(), r->payload.begin(), r->payload.end());
-      r->out_cursor.Reset(&r->out);
-      q_.push_back(std::move(r));
-    }
-    reqs->clear();
-    queued_.store(q_.size(), std::memory_order_relaxed);
     // Inline send when idle: saves a thread hand-off on the latency path.
-    if (was_idle) SendLocked(&fin);
+    if (EnqueueLocked(reqs)) SendLocked(&fin);
   }
   Complete(&fin);
+  return true;
+}
+
+bool InitiatorStream::SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline) {
+  FinishedList fin;
+  int fd;
+  uint64_t last_seq;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fd_ < 0) return false;
+    bool nothing_outstanding = q_.empty();
+    bool send_idle = EnqueueLocked(reqs);
+    last_seq = next_seq_ - 1;
+    if (!nothing_outstanding || driven_) {
+      // Others' requests are in flight: the worker receives for everyone.
+      if (send_idle) SendLocked(&fin);
+      fd = -1;
+    } else {
+      driven_ = true;
+      ApplyInterestLocked();
+      SendLocked(&fin);
+      fd = fd_;
+    }
+  }
+  Complete(&fin);
+  if (fd < 0) return true;
+  for (;;) {
+    {
+      // Replies come in order: once the oldest outstanding request is newer
+      // than ours (or none is left), ours are all answered.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fd_ != fd || q_.empty() || q_.front()->seq > last_seq) break;
+    }
+    int ms = deadline.RemainingMillis();
+    if (ms <= 0) break;
+    // The fd is only polled here; every read happens under the lock, which
+    // also tells us whether the stream was closed meanwhile.
+    pollfd p{fd, POLLIN, 0};
+    int n = poll(&p, 1, std::min(ms, 50));
+    if (n < 0 && errno != EINTR) break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fd_ != fd) break;
+      if (n > 0) RecvLocked(&fin);
+    }
+    Complete(&fin);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  driven_ = false;
+  ApplyInterestLocked();  // the worker receives again (level-triggered: nothing is missed)
   return true;
 }
 
@@ -157,13 +213,19 @@ void InitiatorStream::SendLocked(FinishedList *fin) {
 }
 
 void InitiatorStream::SetOutLocked(bool on) {
-  if (fd_ < 0 || on == out_armed_) return;
-  if (worker_->Modify(this, on ? (EPOLLIN | EPOLLOUT) : EPOLLIN)) {
-    out_armed_ = on;
-  } else if (on) {
-    // Not (yet) in the worker's epoll set: the worker's Add runs soon and a
-    // later Submit or reply will send. Keep trying from RecvLocked.
-    HIXL_LOGD("%s: epoll MOD failed: %s", name_.c_str(), std::strerror(errno));
+  if (on == out_armed_) return;
+  out_armed_ = on;
+  ApplyInterestLocked();
+}
+
+void InitiatorStream::ApplyInterestLocked() {
+  if (fd_ < 0) return;
+  uint32_t want = (driven_ ? 0u : static_cast<uint32_t>(EPOLLIN)) | (out_armed_ ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  if (want == interest_) return;
+  if (worker_->Modify(this, want)) {
+    interest_ = want;
+  } else {
+    HIXL_LOGE("%s: epoll MOD failed: %s", name_.c_str(), std::strerror(errno));
   }
 }
 

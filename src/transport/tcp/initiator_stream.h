@@ -31,6 +31,7 @@ struct Request {
   wire::MsgType type = wire::MsgType::kPing;
   uint64_t req_id = 0;
   uint64_t wire_id = 0;          // if set, sent instead of a fresh id (REVOKE_ACK echoes its REVOKE)
+  uint64_t seq = 0;              // the stream's own running count, for SubmitAndDrive
   uint8_t hdr[wire::kHeaderSize] = {};
   std::vector<uint8_t> body;     // encoded message body
   std::vector<iovec> payload;    // WRITE: the user's data to send
@@ -70,6 +71,12 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // idle). Never blocks on the wire. Returns false, leaving `reqs` as they
   // are, when the stream is closed.
   bool Submit(std::vector<std::unique_ptr<Request>> *reqs);
+  // Submit, and if the stream was idle, receive the replies on the calling
+  // thread until these requests are answered, the stream closes or
+  // `deadline` passes: a small synchronous transfer then costs one wake-up,
+  // as a plain request/response would, instead of waking the I/O worker and
+  // then the caller. Returns false, leaving `reqs`, when the stream is closed.
+  bool SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline);
   // After it returns, no request of `c` is sent or received into user memory
   // any more. A WRITE cut in the middle of its payload closes the stream.
   void Cancel(const Completion *c);
@@ -103,6 +110,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void PopUnansweredLocked(FinishedList *fin);
   void CloseLocked(const std::string &why, FinishedList *fin);
   void SetOutLocked(bool on);
+  // Tells the worker what to watch: EPOLLIN unless a caller is driving the
+  // receive side, EPOLLOUT while sends wait for room.
+  void ApplyInterestLocked();
+  bool EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs);  // true when the stream was idle
   void Complete(FinishedList *fin);
 
   std::mutex mu_;
@@ -118,7 +129,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   std::deque<std::unique_ptr<Request>> q_;
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   uint64_t next_id_ = 1;
+  uint64_t next_seq_ = 1;
   bool out_armed_ = false;
+  bool driven_ = false;      // a caller receives (SubmitAndDrive)
+  uint32_t interest_ = EPOLLIN;
 
   enum class Rx { kHeader, kBody, kPayload, kDiscard };
   Rx rx_ = Rx::kHeader;

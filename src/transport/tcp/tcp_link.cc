@@ -125,14 +125,27 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
   reqs->clear();
 }
 
-void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done, Deadline,
-                     bool) {
+void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
+                     Deadline deadline, bool caller_waits) {
   std::vector<BufferCache *> caches;
   for (auto &s : streams_) caches.push_back(&s->buffers());
   auto per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches, done);
-  size_t frames = 0;
-  for (const auto &v : per_stream) frames += v.size();
+  size_t frames = 0, used = 0, last = 0;
+  for (size_t i = 0; i < per_stream.size(); ++i) {
+    frames += per_stream[i].size();
+    if (!per_stream[i].empty()) {
+      ++used;
+      last = i;
+    }
+  }
   done->AddParts(frames);
+  // A waiting caller with everything on one stream receives the replies
+  // itself (see SubmitAndDrive); otherwise the workers do.
+  if (caller_waits && used == 1) {
+    InitiatorStream *s = streams_[last].get();
+    if (!s->SubmitAndDrive(&per_stream[last], deadline)) SubmitOrFail(s, &per_stream[last]);
+    return;
+  }
   for (size_t i = 0; i < streams_.size(); ++i) SubmitOrFail(streams_[i].get(), &per_stream[i]);
 }
 
