@@ -1,5 +1,8 @@
 #include "engine/options.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -221,6 +224,11 @@ Status ParseRange(const std::string &key, const std::string &text, uint64_t lo, 
 }
 
 }  // namespace
+
+uint32_t DefaultIoThreads() {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<uint32_t>(std::clamp<long>(cores / 2, 1, 4));
+}
 
 bool EngineOptions::AllowsProtocol(const std::string &protocol) const {
   if (protocols.empty()) return true;

@@ -23,7 +23,7 @@ constexpr size_t kMaxBytesPerCall = 8u << 20;
 // half of memcpy's speed on one thread; a big batch is split across the
 // caller and the I/O workers so that the copies overlap. Below this size a
 // split costs more than it saves.
-constexpr size_t kSplitBytes = 4u << 20;
+constexpr size_t kSplitBytes = 1u << 20;
 constexpr size_t kMaxShares = 4;
 
 // Cuts `pieces` into `shares` runs of about equal bytes.
@@ -123,7 +123,9 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
   }
   // The caller would only sleep meanwhile: it copies the first share itself.
   for (size_t i = caller_waits ? 1 : 0; i < jobs.size(); ++i) {
-    tcp::IoWorker *w = (*workers_)[i % workers_->size()].get();
+    // Spread over the workers: async batches of one share each must not
+    // all land on the first.
+    tcp::IoWorker *w = (*workers_)[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_->size()].get();
     w->Post([core = core_, job = jobs[i]] { core->Run(job); });
   }
   if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);

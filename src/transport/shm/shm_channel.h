@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <list>
 #include <memory>
@@ -73,6 +74,7 @@ class ShmChannel : public Channel {
 
   std::shared_ptr<Core> core_;
   const std::vector<std::unique_ptr<tcp::IoWorker>> *workers_;
+  std::atomic<size_t> next_worker_{0};
 };
 
 }  // namespace hixl::shm

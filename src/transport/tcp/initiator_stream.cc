@@ -239,7 +239,7 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
           if (!OnHeaderLocked(fin)) return;
           continue;
         }
-        r = rxbuf_.Fill(fd_);
+        r = rxbuf_.Fill(fd_, RxBuffer::kHeaderFill);
         break;
       case Rx::kBody:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);

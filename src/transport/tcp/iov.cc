@@ -68,7 +68,7 @@ void ScatterFrom(const uint8_t *src, const std::vector<iovec> &dst) {
   }
 }
 
-IoResult RxBuffer::Fill(int fd) {
+IoResult RxBuffer::Fill(int fd, size_t max) {
   if (head_ == tail_) {
     head_ = tail_ = 0;
   } else if (head_ > buf_.size() / 2) {
@@ -78,7 +78,7 @@ IoResult RxBuffer::Fill(int fd) {
   }
   if (tail_ == buf_.size()) return IoResult::kProgress;  // full; caller consumes first
   for (;;) {
-    ssize_t n = recv(fd, buf_.data() + tail_, buf_.size() - tail_, 0);
+    ssize_t n = recv(fd, buf_.data() + tail_, std::min(buf_.size() - tail_, max), 0);
     if (n > 0) {
       tail_ += static_cast<size_t>(n);
       return IoResult::kProgress;

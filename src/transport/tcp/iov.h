@@ -112,8 +112,13 @@ enum class IoResult { kProgress, kWouldBlock, kEof, kError };
 
 class RxBuffer {
  public:
-  // recv() into the free space. kEof on orderly close; errno kept on kError.
-  IoResult Fill(int fd);
+  // recv() into the free space, at most `max` bytes. kEof on orderly
+  // close; errno kept on kError.
+  IoResult Fill(int fd, size_t max = SIZE_MAX);
+  // What to read when a header is next: enough to catch a run of small
+  // frames (replies are 32 bytes) in one recv, little enough that the start
+  // of a large payload is not copied twice (into here, then to its place).
+  static constexpr size_t kHeaderFill = 2048;
   const uint8_t *data() const { return buf_.data() + head_; }
   size_t size() const { return tail_ - head_; }
   void Consume(size_t n);

@@ -171,7 +171,7 @@ void TargetStream::Recv() {
           if (!OnHeader()) return;
           continue;
         }
-        r = rxbuf_.Fill(fd_);
+        r = rxbuf_.Fill(fd_, RxBuffer::kHeaderFill);
         break;
       case Rx::kBody:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
