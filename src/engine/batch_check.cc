@@ -11,6 +11,7 @@ bool BatchCheck::RemoteLookup(uint64_t addr, uint64_t len) {
 
 BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, size_t from, PinSet *pins,
                                    std::vector<Piece> *direct, std::vector<Piece> *relayed) {
+  if (from < descs.size()) direct->reserve(direct->size() + descs.size() - from);
   for (size_t i = from; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
     if (d.len == 0 || d.local_addr == 0 || d.local_addr + d.len < d.local_addr ||

@@ -52,7 +52,6 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
                             PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
   BatchCheck check(*table, link.remote_regions, pool_.enabled());
-  direct->reserve(descs.size());
   bool refreshed = false;
   for (size_t from = 0;;) {
     BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
