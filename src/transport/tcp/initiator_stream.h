@@ -4,9 +4,10 @@
 // the same order, so the stream matches each reply to the oldest request.
 // The payload of a WRITE is sent straight from the user's buffers and the
 // payload of a READ reply is received straight into them. All socket I/O
-// happens under the stream's mutex: whoever holds it (an I/O worker, or a
-// caller sending inline) is the only one touching user memory, which is what
-// lets Cancel() promise that nobody touches a request's buffers afterwards.
+// happens under the stream's mutex: whoever holds it (an I/O worker, a
+// caller sending inline, or a caller receiving its own replies in
+// SubmitAndDrive) is the only one touching user memory, which is what lets
+// Cancel() promise that nobody touches a request's buffers afterwards.
 #pragma once
 
 #include <sys/uio.h>

@@ -82,8 +82,8 @@ void IoWorker::Post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_ && !OnWorkerThread()) {
-      // The loop is gone or going: run shutdown-style cleanup here instead of
-      // leaking. Only Add posts work that owns resources.
+      // The loop is gone or going: drop the task. Whatever it owned (e.g. a
+      // stream whose Add came too late) is released with it, closing its fd.
       fn = nullptr;
     } else {
       posted_.push_back(std::move(fn));
