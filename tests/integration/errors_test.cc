@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "integration/fixture.h"
+#include "integration/net_util.h"
 
 namespace hixl_test {
 namespace {
@@ -14,29 +15,9 @@ namespace {
 using hixl::AscendString;
 using Options = std::map<AscendString, AscendString>;
 
-// A socket bound (and listening) on a free loopback port; the port is busy
-// while it lives.
-struct BusyPort {
-  int fd = -1;
-  int port = 0;
-  explicit BusyPort(bool listen_too = true) {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    bind(fd, reinterpret_cast<sockaddr *>(&a), len);
-    if (listen_too) listen(fd, 16);
-    getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~BusyPort() { close(fd); }
-  std::string name() const { return "127.0.0.1:" + std::to_string(port); }
-};
-
 // A port that nothing listens on (bound, closed).
 std::string ClosedPortName() {
-  BusyPort p(false);
+  SilentListener p(false);
   return p.name();
 }
 
@@ -102,7 +83,7 @@ TEST(Initialize, MalformedAddressesArePARAM_INVALID) {
 }
 
 TEST(Initialize, AddressInUseOrNotLocalIsFAILED) {
-  BusyPort busy;
+  SilentListener busy;
   hixl::Hixl e;
   EXPECT_EQ(e.Initialize(busy.name().c_str(), {}), hixl::FAILED);
   hixl::Hixl f;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "integration/fixture.h"
+#include "integration/net_util.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -298,15 +299,9 @@ INSTANTIATE_TEST_SUITE_P(Loopback, FailureTcpTest, TcpNets(), NetName);
 TEST(SilentListener, ConnectTimesOutInTime) {
   // The kernel completes the TCP handshake for a listening socket even if
   // nobody calls accept(): the perfect server that never answers.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), len), 0);
-  ASSERT_EQ(listen(fd, 16), 0);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  std::string name = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  SilentListener silent;
+  ASSERT_GT(silent.port, 0);
+  std::string name = silent.name();
   hixl::Hixl e;
   ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
   auto t0 = std::chrono::steady_clock::now();
@@ -315,19 +310,13 @@ TEST(SilentListener, ConnectTimesOutInTime) {
   EXPECT_GE(secs, 0.29);
   EXPECT_LT(secs, 1.3);
   e.Finalize();
-  close(fd);
 }
 
 TEST(VersionMismatch, ConnectFails) {
-  int ls = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&a), len), 0);
-  ASSERT_EQ(listen(ls, 16), 0);
-  getsockname(ls, reinterpret_cast<sockaddr *>(&a), &len);
-  std::string name = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  SilentListener listener;
+  ASSERT_GT(listener.port, 0);
+  const int ls = listener.fd;
+  std::string name = listener.name();
   // A "future" server: answers every connection with a version-9 header.
   std::thread server([ls] {
     int fd = accept(ls, nullptr, nullptr);
@@ -348,7 +337,6 @@ TEST(VersionMismatch, ConnectFails) {
   EXPECT_EQ(e.Connect(name.c_str(), 2000), hixl::FAILED);
   e.Finalize();
   server.join();
-  close(ls);
 }
 
 }  // namespace

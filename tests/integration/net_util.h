@@ -13,19 +13,20 @@
 
 namespace hixl_test {
 
-// A listening socket on a free 127.0.0.1 port that never accepts: the
-// kernel completes TCP handshakes, nobody answers.
+// A socket bound to a free 127.0.0.1 port and (by default) listening but
+// never accepting: the kernel completes TCP handshakes, nobody answers.
+// Unlistened, it just keeps the port busy.
 struct SilentListener {
   int fd = -1;
   int port = 0;
-  SilentListener() {
+  explicit SilentListener(bool listening = true) {
     fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
     bind(fd, reinterpret_cast<sockaddr *>(&a), len);
-    listen(fd, 64);
+    if (listening) listen(fd, 64);
     getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
     port = ntohs(a.sin_port);
   }

@@ -193,8 +193,8 @@ int main(int argc, char **argv) {
       engine.GetNotifies(notifies);
       std::string out = "OK " + std::to_string(notifies.size());
       for (const auto &n : notifies) {
-        out += " " + Hex(n.name.GetString(), n.name.GetLength()) + ":" +
-               Hex(n.notify_msg.GetString(), n.notify_msg.GetLength());
+        out.append(" ").append(Hex(n.name.GetString(), n.name.GetLength()));
+        out.append(":").append(Hex(n.notify_msg.GetString(), n.notify_msg.GetLength()));
       }
       Reply(out);
     } else if (cmd == "CONNECT") {
