@@ -1,5 +1,7 @@
 #include "engine/async_transfers.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace hixl {
@@ -49,7 +51,7 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
     }
     t = it->second;
   }
-  if (t->status.load() == TransferStatus::WAITING && t->deadline.Expired()) t->done->Finish(TIMEOUT);
+  if (t->status.load() == TransferStatus::WAITING) Poll(*t);
   *status = t->status.load();
   if (*status != TransferStatus::WAITING) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,8 +60,25 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
   return SUCCESS;
 }
 
+void AsyncTransfers::Poll(AsyncTransfer &t) {
+  if (t.deadline.Expired()) {
+    t.done->Finish(TIMEOUT);
+  } else if (auto link = t.poll_link.lock()) {
+    link->data().Progress();
+  }
+}
+
 void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results) {
   ExpireOverdue();
+  {
+    // Lend this thread once to each link that has requests waiting.
+    std::vector<std::shared_ptr<Link>> links;
+    for (const auto &t : Waiting(false)) {
+      auto link = t->poll_link.lock();
+      if (link && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(std::move(link));
+    }
+    for (const auto &link : links) link->data().Progress();
+  }
   results->clear();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = reqs_.begin(); it != reqs_.end() && results->size() < args.max_query_count;) {

@@ -28,6 +28,9 @@ struct AsyncTransfer {
   const void *user_data = nullptr;
   Deadline deadline = Deadline::Never();
   LinkRef link;
+  // The same link, for polls to lend their thread (Channel::Progress); it
+  // never keeps the link in use, and `link` is reset when the request ends.
+  std::weak_ptr<Link> poll_link;
   PinSet pins;
   std::shared_ptr<Relay> relay;  // pieces going through the buffer pool, if any
   std::shared_ptr<Completion> done = std::make_shared<Completion>();
@@ -50,6 +53,8 @@ class AsyncTransfers {
 
  private:
   std::vector<std::shared_ptr<AsyncTransfer>> Waiting(bool overdue_only);
+  // A waiting request: times it out when overdue, otherwise helps it along.
+  void Poll(AsyncTransfer &t);
 
   std::mutex mu_;
   uint64_t next_id_ = 1;

@@ -170,6 +170,7 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   if (s != SUCCESS) return s;
   // The relay is set before the request is armed: its completion cancels it.
   std::shared_ptr<Link> link = t->link.shared();
+  t->poll_link = link;
   std::shared_ptr<Relay> relay = MakeRelay(link, op, std::move(relayed), t->done, t->deadline);
   t->relay = relay;
   req = async_.Add(t);

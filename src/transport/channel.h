@@ -30,6 +30,9 @@ class Channel {
                       Deadline deadline, bool caller_waits) = 0;
   // After it returns, nothing of `done` touches user memory any more.
   virtual void Cancel(const Completion *done) = 0;
+  // Lends the calling thread to move what is pending, without blocking (a
+  // caller polling an async request). Channels that need no help ignore it.
+  virtual void Progress() {}
 };
 
 }  // namespace hixl

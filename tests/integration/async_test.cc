@@ -144,6 +144,96 @@ TEST_P(AsyncTest, ThousandInFlightOnOneLink) {
   }
 }
 
+TEST_P(AsyncTest, RequestsThatAreNeverPolledStillComplete) {
+  // Requests posted while others are in flight may wait in the stream's
+  // inbox for the next reply (TCP); polls also lend their thread. Without
+  // any poll, the engine's own threads must still move every byte.
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kN = 64, kBlock = 64u << 10, kBytes = kN * kBlock;
+  FillPattern(local_->data(), kBytes, 91);
+  std::vector<hixl::TransferReq> reqs;
+  for (size_t i = 0; i < kN; ++i) reqs.push_back(Post(hixl::WRITE, i * kBlock, i * kBlock, kBlock));
+  const uint64_t want = Hash(local_->data(), kBytes);
+  auto t0 = std::chrono::steady_clock::now();
+  bool written = false;
+  while (!written && SecondsSince(t0) < 10) {
+    written = peer_.HashOf(remote_id_, 0, kBytes) == want;
+    if (!written) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(written) << "the writes did not all land without polling";
+  // Reads back, again without polling until the bytes are here.
+  uint8_t *back = local_->data() + kBytes;
+  std::memset(back, 0, kBytes);
+  for (size_t i = 0; i < kN; ++i) reqs.push_back(Post(hixl::READ, kBytes + i * kBlock, i * kBlock, kBlock));
+  t0 = std::chrono::steady_clock::now();
+  bool read = false;
+  while (!read && SecondsSince(t0) < 10) {
+    read = Hash(back, kBytes) == want;
+    if (!read) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(read) << "the reads did not all land without polling";
+  for (auto r : reqs) EXPECT_EQ(WaitFor(engine_, r, 5), hixl::TransferStatus::COMPLETED);
+}
+
+TEST_P(AsyncTest, SyncCallsGoOnWhenAnAsyncPollerStopsPolling) {
+  // A poller that lends its thread keeps the I/O worker away from the
+  // stream for a moment; when it stops polling with requests in flight,
+  // the worker must take over: a TransferSync behind them finishes at once
+  // and the async requests complete.
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kN = 32, kBlock = 64u << 10;
+  FillPattern(local_->data(), 2 * kN * kBlock, 17);
+  std::vector<hixl::TransferReq> reqs;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < kN; ++i) reqs.push_back(Post(hixl::WRITE, i * kBlock, i * kBlock, kBlock));
+    for (auto r : reqs) EXPECT_EQ(WaitFor(engine_, r, 10), hixl::TransferStatus::COMPLETED);
+    reqs.clear();
+  }
+  for (size_t i = 0; i < kN; ++i) reqs.push_back(Post(hixl::WRITE, (kN + i) * kBlock, (kN + i) * kBlock, kBlock));
+  hixl::TransferStatus st;
+  ASSERT_EQ(engine_.GetTransferStatus(reqs.back(), st), hixl::SUCCESS);  // one poll, then none
+  const size_t off = 8u << 20;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Transfer(hixl::READ, {{local_->addr() + off, remote_addr_, 1u << 20}}, 5000), hixl::SUCCESS);
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  EXPECT_EQ(std::memcmp(local_->data() + off, local_->data(), 1u << 20), 0);
+  if (st == hixl::TransferStatus::WAITING) {
+    EXPECT_EQ(WaitFor(engine_, reqs.back(), 5), hixl::TransferStatus::COMPLETED);
+  }
+  reqs.pop_back();
+  for (auto r : reqs) EXPECT_EQ(WaitFor(engine_, r, 5), hixl::TransferStatus::COMPLETED);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 2 * kN * kBlock), Hash(local_->data(), 2 * kN * kBlock));
+}
+
+TEST_P(AsyncTest, AsyncPollerAndSyncCallerShareALink) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kBlock = 64u << 10, kDepth = 16, kArea = kDepth * kBlock;
+  const size_t sync_off = 16u << 20;
+  FillPattern(local_->data(), kArea, 5);
+  std::atomic<bool> sync_ok{true};
+  std::thread sync_caller([&] {
+    for (int i = 0; i < 40 && sync_ok; ++i) {
+      uint8_t *out = local_->data() + sync_off;
+      uint8_t *in = out + (1u << 20);
+      FillPattern(out, 256u << 10, static_cast<uint32_t>(1000 + i));
+      if (Transfer(hixl::WRITE, {{local_->addr() + sync_off, remote_addr_ + sync_off, 256u << 10}}) != hixl::SUCCESS ||
+          Transfer(hixl::READ, {{local_->addr() + sync_off + (1u << 20), remote_addr_ + sync_off, 256u << 10}}) !=
+              hixl::SUCCESS ||
+          std::memcmp(out, in, 256u << 10) != 0) {
+        sync_ok = false;
+      }
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    std::vector<hixl::TransferReq> reqs;
+    for (size_t i = 0; i < kDepth; ++i) reqs.push_back(Post(hixl::WRITE, i * kBlock, i * kBlock, kBlock));
+    for (auto r : reqs) ASSERT_EQ(WaitFor(engine_, r, 10), hixl::TransferStatus::COMPLETED);
+  }
+  sync_caller.join();
+  EXPECT_TRUE(sync_ok);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, kArea), Hash(local_->data(), kArea));
+}
+
 // Tests that freeze the peer to keep requests waiting: TCP only (shm
 // copies complete into a frozen peer).
 class AsyncTcpTest : public AsyncTest {};

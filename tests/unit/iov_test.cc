@@ -354,6 +354,54 @@ TEST_F(SocketPairTest, ReadPartLargeFromAWriterThread) {
   EXPECT_TRUE(std::equal(next.begin(), next.end(), data.begin() + kLarge));
 }
 
+TEST_F(SocketPairTest, ReadPartLargeReadsTheNextHeaderInTheSameCall) {
+  // A large part followed by more than kHeaderFill bytes, all in the socket:
+  // the direct read also takes the start of what follows into rx, at most
+  // kHeaderFill bytes of it, and not a byte more is lost.
+  constexpr size_t kLarge = 64 * 1024, kNext = 3 * RxBuffer::kHeaderFill;
+  std::vector<uint8_t> data = Pattern(kLarge + kNext, 8);
+  Write(data);
+  RxBuffer rx;
+  std::vector<uint8_t> a(kLarge), b(kNext);
+  std::vector<iovec> ia = {{a.data(), a.size()}};
+  IovCursor da(&ia);
+  size_t left = kLarge;
+  ASSERT_EQ(ReadPart(rfd(), &rx, &da, &left), IoResult::kProgress);
+  EXPECT_EQ(left, 0u);
+  EXPECT_EQ(rx.size(), RxBuffer::kHeaderFill);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), data.begin()));
+  std::vector<iovec> ib = {{b.data(), b.size()}};
+  IovCursor db(&ib);
+  left = kNext;
+  ASSERT_EQ(ReadUntilDone(&rx, &db, &left), IoResult::kProgress);
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), data.begin() + kLarge));
+  EXPECT_EQ(rx.size(), 0u);
+}
+
+TEST_F(SocketPairTest, ReadPartIntoMoreIovecsThanOneSyscallTakes) {
+  // 3000 destinations of 100 bytes: recvmsg takes at most kMaxIov iovecs,
+  // one of which is rx's; the part still arrives whole and in order.
+  constexpr size_t kPieces = 3000, kPiece = 100;
+  std::vector<uint8_t> data = Pattern(kPieces * kPiece + 16, 9);
+  std::thread writer([&] { WriteAll(wfd(), data.data(), data.size()); });
+  std::vector<uint8_t> buf(kPieces * kPiece);
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < kPieces; ++i) iov.push_back({buf.data() + i * kPiece, kPiece});
+  IovCursor dst(&iov);
+  RxBuffer rx;
+  size_t left = buf.size();
+  IoResult r = ReadUntilDone(&rx, &dst, &left);
+  writer.join();
+  ASSERT_EQ(r, IoResult::kProgress);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
+  std::vector<uint8_t> tail(16);
+  std::vector<iovec> it = {{tail.data(), tail.size()}};
+  IovCursor dt(&it);
+  left = tail.size();
+  ASSERT_EQ(ReadUntilDone(&rx, &dt, &left), IoResult::kProgress);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), data.begin() + kPieces * kPiece));
+}
+
 TEST_F(SocketPairTest, ReadPartLargeStartingInRxBuffer) {
   // A small part and a large one arrive together: the small read pulls the
   // start of the large part into rx; the large read must take it from there

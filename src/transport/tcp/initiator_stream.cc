@@ -59,8 +59,7 @@ InitiatorStream::~InitiatorStream() {
   if (fd_ >= 0) close(fd_);
 }
 
-bool InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) {
-  bool was_idle = send_idx_ == q_.size();
+void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) {
   for (auto &r : *reqs) {
     r->req_id = r->wire_id != 0 ? r->wire_id : next_id_++;
     r->seq = next_seq_++;
@@ -76,23 +75,104 @@ bool InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs)
     if (!r->body.empty()) r->out.push_back({r->body.data(), r->body.size()});
     r->out.insert(r->out.end(), r->payload.begin(), r->payload.end());
     r->out_cursor.Reset(&r->out);
+    if (wire::ExpectsReply(r->type)) {
+      r->cost = wire::kHeaderSize + h.body_len + h.payload_len + r->in_len;
+      q_cost_ += r->cost;
+      ++awaiting_;
+    }
     q_.push_back(std::move(r));
   }
   reqs->clear();
   queued_.store(q_.size(), std::memory_order_relaxed);
-  return was_idle;
 }
 
-bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs) {
+void InitiatorStream::ForgetLocked(const Request &r) {
+  if (!wire::ExpectsReply(r.type)) return;
+  q_cost_ -= r.cost;
+  --awaiting_;
+}
+
+void InitiatorStream::PumpLocked(FinishedList *fin) {
+  for (;;) {
+    std::vector<std::unique_ptr<Request>> batch;
+    {
+      std::lock_guard<std::mutex> lock(sub_mu_);
+      if (inbox_.empty()) {
+        // Posters may wait for a reply only if one is due and whoever
+        // processes it will come back here.
+        may_hold_ = fd_ >= 0 && awaiting_ > 0 && q_cost_ >= kHoldBytes;
+        return;
+      }
+      batch.swap(inbox_);
+    }
+    if (fd_ < 0) {
+      for (auto &r : batch) fin->push_back(Finished{std::move(r), FAILED, {}});
+      continue;
+    }
+    EnqueueLocked(&batch);
+    // Waiting for room: the worker sends as the socket drains.
+    if (!out_armed_) SendLocked(fin);
+  }
+}
+
+bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait) {
+  {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    if (inbox_closed_) return false;
+    for (auto &r : *reqs) inbox_.push_back(std::move(r));
+    reqs->clear();
+    if (may_wait && may_hold_) return true;
+  }
+  // Inline send: saves a thread hand-off on the latency path.
   FinishedList fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fd_ < 0) return false;
-    // Inline send when idle: saves a thread hand-off on the latency path.
-    if (EnqueueLocked(reqs)) SendLocked(&fin);
+    PumpLocked(&fin);
   }
   Complete(&fin);
   return true;
+}
+
+void InitiatorStream::Progress() {
+  if (closed_.load(std::memory_order_relaxed) || !mu_.try_lock()) return;
+  FinishedList fin;
+  {
+    std::lock_guard<std::mutex> lock(mu_, std::adopt_lock);
+    PumpLocked(&fin);
+    if (fd_ >= 0 && awaiting_ > 0) {
+      poll_until_ = std::chrono::steady_clock::now() + kPollLease;
+      if (!polled_) {
+        polled_ = true;
+        ApplyInterestLocked();
+      }
+      if (!lease_timer_) {
+        lease_timer_ = true;
+        worker_->PostAt(poll_until_, [w = weak_from_this()] {
+          if (auto s = w.lock()) s->OnLeaseTimer();
+        });
+      }
+      RecvLocked(&fin);
+      PumpLocked(&fin);
+    }
+  }
+  Complete(&fin);
+}
+
+void InitiatorStream::OnLeaseTimer() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lease_timer_ = false;
+  if (!polled_ || fd_ < 0) return;
+  if (std::chrono::steady_clock::now() < poll_until_) {
+    lease_timer_ = true;
+    worker_->PostAt(poll_until_, [w = weak_from_this()] {
+      if (auto s = w.lock()) s->OnLeaseTimer();
+    });
+    return;
+  }
+  // The polls stopped: the worker receives again (level-triggered, so
+  // whatever arrived meanwhile is reported at once).
+  polled_ = false;
+  ApplyInterestLocked();
 }
 
 bool InitiatorStream::SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline) {
@@ -102,19 +182,21 @@ bool InitiatorStream::SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return false;
+    PumpLocked(&fin);  // what others posted goes first
+    if (fd_ < 0) return false;
     bool nothing_outstanding = q_.empty();
-    bool send_idle = EnqueueLocked(reqs);
+    EnqueueLocked(reqs);
     last_seq = next_seq_ - 1;
     if (!nothing_outstanding || driven_) {
       // Others' requests are in flight: the worker receives for everyone.
-      if (send_idle) SendLocked(&fin);
       fd = -1;
     } else {
       driven_ = true;
       ApplyInterestLocked();
-      SendLocked(&fin);
       fd = fd_;
     }
+    if (!out_armed_) SendLocked(&fin);
+    PumpLocked(&fin);
   }
   Complete(&fin);
   if (fd < 0) return true;
@@ -136,6 +218,7 @@ bool InitiatorStream::SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs
       std::lock_guard<std::mutex> lock(mu_);
       if (fd_ != fd) break;
       if (n > 0) RecvLocked(&fin);
+      PumpLocked(&fin);
     }
     Complete(&fin);
   }
@@ -149,6 +232,12 @@ void InitiatorStream::Cancel(const Completion *c) {
   FinishedList fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    {
+      // Never reached the wire.
+      std::lock_guard<std::mutex> sub(sub_mu_);
+      inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() == c; }),
+                   inbox_.end());
+    }
     bool cut_write = false;
     for (size_t i = 0; i < q_.size();) {
       Request *r = q_[i].get();
@@ -157,6 +246,7 @@ void InitiatorStream::Cancel(const Completion *c) {
         continue;
       }
       if (i >= send_idx_ && !r->out_cursor.started()) {
+        ForgetLocked(*r);
         q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(i));  // never reached the wire
         continue;
       }
@@ -171,6 +261,7 @@ void InitiatorStream::Cancel(const Completion *c) {
     }
     queued_.store(q_.size(), std::memory_order_relaxed);
     if (cut_write) CloseLocked("a cancelled WRITE was cut mid-payload", &fin);
+    PumpLocked(&fin);
   }
   Complete(&fin);
 }
@@ -180,6 +271,7 @@ void InitiatorStream::Close(const char *why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     CloseLocked(why, &fin);
+    PumpLocked(&fin);
   }
   Complete(&fin);
 }
@@ -192,10 +284,8 @@ void InitiatorStream::OnEvents(uint32_t events) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return;
     if (events & EPOLLOUT) SendLocked(&fin);
-    if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-      last_rx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
-      RecvLocked(&fin);
-    }
+    if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) RecvLocked(&fin);
+    PumpLocked(&fin);
   }
   Complete(&fin);
 }
@@ -220,7 +310,8 @@ void InitiatorStream::SetOutLocked(bool on) {
 
 void InitiatorStream::ApplyInterestLocked() {
   if (fd_ < 0) return;
-  uint32_t want = (driven_ ? 0u : static_cast<uint32_t>(EPOLLIN)) | (out_armed_ ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  uint32_t want =
+      (driven_ || polled_ ? 0u : static_cast<uint32_t>(EPOLLIN)) | (out_armed_ ? static_cast<uint32_t>(EPOLLOUT) : 0u);
   if (want == interest_) return;
   if (worker_->Modify(this, want)) {
     interest_ = want;
@@ -261,6 +352,7 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
         break;
     }
     if (r == IoResult::kWouldBlock) return;
+    if (r == IoResult::kProgress) last_rx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
     if (r == IoResult::kEof) {
       CloseLocked(q_.empty() ? "peer closed the link" : "peer closed the link with requests in flight", fin);
       return;
@@ -351,6 +443,7 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   }
   f.req = std::move(q_.front());
   q_.pop_front();
+  ForgetLocked(*f.req);
   // A staged READ reply lands in the user's buffers now, under the lock
   // that Cancel takes: an abandoned request is never copied out.
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
@@ -383,6 +476,13 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   for (auto &r : q_) fin->push_back(Finished{std::move(r), FAILED, {}});
   q_.clear();
   send_idx_ = 0;
+  awaiting_ = 0;
+  q_cost_ = 0;
+  {
+    // Later posts fail at once; what waits in the inbox fails in PumpLocked.
+    std::lock_guard<std::mutex> sub(sub_mu_);
+    inbox_closed_ = true;
+  }
   queued_.store(0, std::memory_order_relaxed);
   shutdown(fd_, SHUT_RDWR);
   close(fd_);  // also removes the fd from the worker's epoll set

@@ -5,14 +5,23 @@
 // The payload of a WRITE is sent straight from the user's buffers and the
 // payload of a READ reply is received straight into them. All socket I/O
 // happens under the stream's mutex: whoever holds it (an I/O worker, a
-// caller sending inline, or a caller receiving its own replies in
-// SubmitAndDrive) is the only one touching user memory, which is what lets
-// Cancel() promise that nobody touches a request's buffers afterwards.
+// caller sending inline, a caller receiving its own replies in
+// SubmitAndDrive, or one polling an async request in Progress) is the only
+// one touching user memory, which is what lets Cancel() promise that nobody
+// touches a request's buffers afterwards.
+//
+// Submitting does not need that mutex: requests are appended to an inbox
+// under a lock that is never held during I/O, and whoever holds the stream
+// moves the inbox onto the wire before letting go. So a caller posting async
+// requests never waits behind a 4 MiB sendmsg, and requests posted while
+// others are on the wire leave together, in one sendmsg that fills whole
+// TCP segments.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -33,6 +42,7 @@ struct Request {
   uint64_t req_id = 0;
   uint64_t wire_id = 0;          // if set, sent instead of a fresh id (REVOKE_ACK echoes its REVOKE)
   uint64_t seq = 0;              // the stream's own running count, for SubmitAndDrive
+  uint64_t cost = 0;             // bytes in both directions, while it awaits its reply
   uint8_t hdr[wire::kHeaderSize] = {};
   std::vector<uint8_t> body;     // encoded message body
   std::vector<iovec> payload;    // WRITE: the user's data to send
@@ -68,10 +78,26 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void OnEvents(uint32_t events) override;
   void OnShutdown() override;
 
-  // Queues `reqs` in order and starts sending (inline when the stream was
-  // idle). Never blocks on the wire. Returns false, leaving `reqs` as they
-  // are, when the stream is closed.
-  bool Submit(std::vector<std::unique_ptr<Request>> *reqs);
+  // Requests posted with `may_wait` while at least this many bytes of
+  // earlier requests await their replies stay in the inbox until a reply is
+  // processed (by the worker or a poller), then go out together. A reply is
+  // then sure to come, so nothing waits on a timer, and what is in flight
+  // keeps the target busy meanwhile.
+  static constexpr uint64_t kHoldBytes = 256u << 10;
+
+  // Queues `reqs` in order. Without `may_wait` (or with little in flight)
+  // they are sent at once, inline; with it they may wait for the next reply
+  // (see kHoldBytes). Never blocks on the wire. Returns false, leaving `reqs`
+  // as they are, when the stream is closed.
+  bool Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false);
+  // Sends what waits in the inbox and receives what has arrived, on the
+  // calling thread, without blocking; does nothing if someone else is doing
+  // the stream's I/O. A caller polling an async request lends its thread so.
+  // While it keeps polling (at least every kPollLease) the I/O worker stops
+  // watching for replies, so that the two do not take turns waking up for
+  // the same bytes; the worker takes over again when the polls stop.
+  void Progress();
+  static constexpr std::chrono::milliseconds kPollLease{2};
   // Submit, and if the stream was idle, receive the replies on the calling
   // thread until these requests are answered, the stream closes or
   // `deadline` passes: a small synchronous transfer then costs one wake-up,
@@ -111,11 +137,22 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void PopUnansweredLocked(FinishedList *fin);
   void CloseLocked(const std::string &why, FinishedList *fin);
   void SetOutLocked(bool on);
+  void OnLeaseTimer();
   // Tells the worker what to watch: EPOLLIN unless a caller is driving the
   // receive side, EPOLLOUT while sends wait for room.
   void ApplyInterestLocked();
-  bool EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs);  // true when the stream was idle
+  void EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs);
+  // Moves the inbox onto the queue and sends; every holder of mu_ calls it
+  // last, so that nothing posted meanwhile is left behind.
+  void PumpLocked(FinishedList *fin);
+  void ForgetLocked(const Request &r);  // r leaves q_: its cost and reply no longer pending
   void Complete(FinishedList *fin);
+
+  // The inbox. sub_mu_ is taken inside mu_ or alone, never the other way.
+  std::mutex sub_mu_;
+  std::vector<std::unique_ptr<Request>> inbox_;  // under sub_mu_
+  bool inbox_closed_ = false;                    // under sub_mu_
+  bool may_hold_ = false;  // under sub_mu_: a reply is due and kHoldBytes are in flight
 
   std::mutex mu_;
   int fd_;                       // under mu_
@@ -129,10 +166,15 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   BufferCache buffers_;
   std::deque<std::unique_ptr<Request>> q_;
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
+  size_t awaiting_ = 0;   // requests in q_ that expect a reply
+  uint64_t q_cost_ = 0;   // their cost
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   bool out_armed_ = false;
   bool driven_ = false;      // a caller receives (SubmitAndDrive)
+  bool polled_ = false;      // pollers receive (Progress), until poll_until_
+  bool lease_timer_ = false; // the worker checks the lease at poll_until_
+  std::chrono::steady_clock::time_point poll_until_;
   uint32_t interest_ = EPOLLIN;
 
   enum class Rx { kHeader, kBody, kPayload, kDiscard };

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -92,6 +93,15 @@ void IoWorker::Post(std::function<void()> fn) {
   Wake();
 }
 
+void IoWorker::PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ && !OnWorkerThread()) return;
+    timers_.emplace(when, std::move(fn));
+  }
+  if (!OnWorkerThread()) Wake();  // the loop picks its next timeout anew
+}
+
 void IoWorker::Wake() {
   uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof(one));
@@ -103,6 +113,11 @@ void IoWorker::RunPosted() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks.swap(posted_);
+    auto now = std::chrono::steady_clock::now();
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      tasks.push_back(std::move(timers_.begin()->second));
+      timers_.erase(timers_.begin());
+    }
   }
   for (auto &t : tasks) {
     if (t) t();
@@ -114,7 +129,17 @@ void IoWorker::Loop() {
   epoll_event events[kMaxEvents];
   auto next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   while (!stop_.load()) {
-    int n = epoll_wait(epfd_, events, kMaxEvents, 100);
+    int timeout_ms = 100;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!timers_.empty()) {
+        auto wait = timers_.begin()->first - std::chrono::steady_clock::now();
+        // Rounded up: waking early would only spin.
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(ms, 0, timeout_ms));
+      }
+    }
+    int n = epoll_wait(epfd_, events, kMaxEvents, timeout_ms);
     if (n < 0 && errno != EINTR) {
       HIXL_LOGE("%s: epoll_wait failed: %s", name_.c_str(), std::strerror(errno));
       break;

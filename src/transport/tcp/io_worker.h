@@ -50,6 +50,8 @@ class IoWorker {
   bool Modify(Pollable *p, uint32_t events);
   // Runs `fn` on the worker thread, soon. Dropped once the worker stopped.
   void Post(std::function<void()> fn);
+  // Runs `fn` on the worker thread at `when` (give or take a millisecond).
+  void PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);
   bool OnWorkerThread() const { return std::this_thread::get_id() == thread_.get_id(); }
   size_t load() const { return load_.load(std::memory_order_relaxed); }
 
@@ -67,6 +69,7 @@ class IoWorker {
   std::mutex mu_;
   bool stopped_ = false;
   std::vector<std::function<void()>> posted_;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;  // under mu_
   std::map<Pollable *, std::shared_ptr<Pollable>> owned_;  // worker thread only
 };
 

@@ -68,7 +68,7 @@ void ScatterFrom(const uint8_t *src, const std::vector<iovec> &dst) {
   }
 }
 
-IoResult RxBuffer::Fill(int fd, size_t max) {
+void RxBuffer::Compact() {
   if (head_ == tail_) {
     head_ = tail_ = 0;
   } else if (head_ > buf_.size() / 2) {
@@ -76,6 +76,15 @@ IoResult RxBuffer::Fill(int fd, size_t max) {
     tail_ -= head_;
     head_ = 0;
   }
+}
+
+iovec RxBuffer::Room(size_t max) {
+  Compact();
+  return iovec{buf_.data() + tail_, std::min(buf_.size() - tail_, max)};
+}
+
+IoResult RxBuffer::Fill(int fd, size_t max) {
+  Compact();
   if (tail_ == buf_.size()) return IoResult::kProgress;  // full; caller consumes first
   for (;;) {
     ssize_t n = recv(fd, buf_.data() + tail_, std::min(buf_.size() - tail_, max), 0);
@@ -121,15 +130,24 @@ IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left) {
       continue;
     }
     iovec iov[kMaxIov];
-    size_t n = dst->Gather(iov, kMaxIov);
+    size_t n = dst->Gather(iov, kMaxIov - 1);  // one left for rx
+    size_t want = 0;
+    for (size_t i = 0; i < n; ++i) {
+      iov[i].iov_len = std::min(iov[i].iov_len, *left - want);
+      want += iov[i].iov_len;
+    }
+    // rx is empty here (TakeInto drained it): the next frame's header, and
+    // maybe more, lands there in the same call.
+    iov[n] = rx->Room(RxBuffer::kHeaderFill);
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = n;
+    msg.msg_iovlen = n + (iov[n].iov_len > 0 ? 1 : 0);
     ssize_t got = recvmsg(fd, &msg, 0);
     if (got > 0) {
-      size_t g = std::min(static_cast<size_t>(got), *left);
+      size_t g = std::min(static_cast<size_t>(got), want);
       dst->Advance(g);
       *left -= g;
+      rx->Commit(static_cast<size_t>(got) - g);
       continue;
     }
     if (got == 0) return IoResult::kEof;

@@ -124,17 +124,25 @@ class RxBuffer {
   void Consume(size_t n);
   // Copies up to `max` buffered bytes into `dst`, advancing both.
   size_t TakeInto(IovCursor *dst, size_t max);
+  // Free space to read into directly, at most `max` bytes; Commit(n) keeps
+  // the n bytes read there.
+  iovec Room(size_t max);
+  void Commit(size_t n) { tail_ += n; }
 
  private:
+  void Compact();
+
   std::array<uint8_t, 16384> buf_{};
   size_t head_ = 0;
   size_t tail_ = 0;
 };
 
 // Reads `*left` more bytes of a frame part into `dst`, first from `rx`, then
-// with recvmsg straight into the destination (large parts) or through `rx`
-// (small ones, so that the next header comes in the same syscall). Stops at
-// EAGAIN. Returns kProgress once *left reaches 0.
+// with recvmsg straight into the destination (large parts, and whatever
+// follows them up to kHeaderFill bytes into `rx`, so that back-to-back frames
+// cost one syscall each) or through `rx` (small ones, so that the next
+// header comes in the same syscall). Stops at EAGAIN. Returns kProgress once
+// *left reaches 0.
 IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left);
 // Like ReadPart, but drops the bytes (a refused or cancelled payload).
 IoResult SkipPart(int fd, RxBuffer *rx, size_t *left);

@@ -118,8 +118,8 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
 
 TcpLink::~TcpLink() { Close("link released"); }
 
-void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs) {
-  if (reqs->empty() || s->Submit(reqs)) return;
+void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs, bool may_wait) {
+  if (reqs->empty() || s->Submit(reqs, may_wait)) return;
   HIXL_LOGE("%s is closed; %zu frame(s) fail", s->name().c_str(), reqs->size());
   for (auto &r : *reqs) r->done->PartDone(FAILED);
   reqs->clear();
@@ -146,7 +146,12 @@ void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::sh
     if (!s->SubmitAndDrive(&per_stream[last], deadline)) SubmitOrFail(s, &per_stream[last]);
     return;
   }
-  for (size_t i = 0; i < streams_.size(); ++i) SubmitOrFail(streams_[i].get(), &per_stream[i]);
+  // Nobody waits: requests may join others on the wire (see kHoldBytes).
+  for (size_t i = 0; i < streams_.size(); ++i) SubmitOrFail(streams_[i].get(), &per_stream[i], !caller_waits);
+}
+
+void TcpLink::Progress() {
+  for (auto &s : streams_) s->Progress();
 }
 
 void TcpLink::SubmitControl(std::unique_ptr<Request> req) {

@@ -53,6 +53,7 @@ class TcpLink : public Channel {
   void SubmitControl(std::unique_ptr<Request> req);
   // After it returns, nothing of `done`'s requests touches user memory.
   void Cancel(const Completion *done) override;
+  void Progress() override;
   void Close(const char *why);
   // True once any stream has closed: the link can no longer carry batches.
   bool broken() const;
@@ -66,7 +67,7 @@ class TcpLink : public Channel {
 
  private:
   TcpLink() = default;
-  void SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs);
+  void SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false);
 
   std::string remote_name_;
   std::vector<std::shared_ptr<InitiatorStream>> streams_;
