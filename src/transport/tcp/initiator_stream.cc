@@ -180,10 +180,13 @@ bool InitiatorStream::SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs
   int fd;
   uint64_t last_seq;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (fd_ < 0) return false;
-    PumpLocked(&fin);  // what others posted goes first
-    if (fd_ < 0) return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (fd_ >= 0) PumpLocked(&fin);  // what others posted goes first
+    if (fd_ < 0) {
+      lock.unlock();
+      Complete(&fin);
+      return false;
+    }
     bool nothing_outstanding = q_.empty();
     EnqueueLocked(reqs);
     last_seq = next_seq_ - 1;
