@@ -355,10 +355,10 @@ TEST_F(SocketPairTest, ReadPartLargeFromAWriterThread) {
 }
 
 TEST_F(SocketPairTest, ReadPartLargeReadsTheNextHeaderInTheSameCall) {
-  // A large part followed by more than kHeaderFill bytes, all in the socket:
+  // A large part followed by more than kReadAhead bytes, all in the socket:
   // the direct read also takes the start of what follows into rx, at most
-  // kHeaderFill bytes of it, and not a byte more is lost.
-  constexpr size_t kLarge = 64 * 1024, kNext = 3 * RxBuffer::kHeaderFill;
+  // kReadAhead bytes of it, and not a byte more is lost.
+  constexpr size_t kLarge = 64 * 1024, kNext = 3 * RxBuffer::kReadAhead;
   std::vector<uint8_t> data = Pattern(kLarge + kNext, 8);
   Write(data);
   RxBuffer rx;
@@ -368,7 +368,7 @@ TEST_F(SocketPairTest, ReadPartLargeReadsTheNextHeaderInTheSameCall) {
   size_t left = kLarge;
   ASSERT_EQ(ReadPart(rfd(), &rx, &da, &left), IoResult::kProgress);
   EXPECT_EQ(left, 0u);
-  EXPECT_EQ(rx.size(), RxBuffer::kHeaderFill);
+  EXPECT_EQ(rx.size(), RxBuffer::kReadAhead);
   EXPECT_TRUE(std::equal(a.begin(), a.end(), data.begin()));
   std::vector<iovec> ib = {{b.data(), b.size()}};
   IovCursor db(&ib);

@@ -324,6 +324,7 @@ void InitiatorStream::ApplyInterestLocked() {
 }
 
 void InitiatorStream::RecvLocked(FinishedList *fin) {
+  rxbuf_.Rearm();  // called when the socket is, or may be, readable
   for (;;) {
     if (fd_ < 0) return;
     IoResult r = IoResult::kProgress;
@@ -333,7 +334,11 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
           if (!OnHeaderLocked(fin)) return;
           continue;
         }
-        r = rxbuf_.Fill(fd_, RxBuffer::kHeaderFill);
+        if (rxbuf_.drained()) {
+          r = IoResult::kWouldBlock;  // nothing was left a moment ago
+          break;
+        }
+        r = rxbuf_.Fill(fd_, RxBuffer::HeaderFill(cur_.payload_len));  // cur_: the frame before
         break;
       case Rx::kBody:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);

@@ -86,10 +86,12 @@ iovec RxBuffer::Room(size_t max) {
 IoResult RxBuffer::Fill(int fd, size_t max) {
   Compact();
   if (tail_ == buf_.size()) return IoResult::kProgress;  // full; caller consumes first
+  const size_t asked = std::min(buf_.size() - tail_, max);
   for (;;) {
-    ssize_t n = recv(fd, buf_.data() + tail_, std::min(buf_.size() - tail_, max), 0);
+    ssize_t n = recv(fd, buf_.data() + tail_, asked, 0);
     if (n > 0) {
       tail_ += static_cast<size_t>(n);
+      NoteRead(static_cast<size_t>(n), asked);
       return IoResult::kProgress;
     }
     if (n == 0) return IoResult::kEof;
@@ -138,7 +140,7 @@ IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left) {
     }
     // rx is empty here (TakeInto drained it): the next frame's header, and
     // maybe more, lands there in the same call.
-    iov[n] = rx->Room(RxBuffer::kHeaderFill);
+    iov[n] = rx->Room(RxBuffer::kReadAhead);
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = n + (iov[n].iov_len > 0 ? 1 : 0);
@@ -148,6 +150,7 @@ IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left) {
       dst->Advance(g);
       *left -= g;
       rx->Commit(static_cast<size_t>(got) - g);
+      rx->NoteRead(static_cast<size_t>(got), want + iov[n].iov_len);
       continue;
     }
     if (got == 0) return IoResult::kEof;

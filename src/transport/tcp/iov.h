@@ -119,11 +119,28 @@ class RxBuffer {
   // frames (replies are 32 bytes) in one recv, little enough that the start
   // of a large payload is not copied twice (into here, then to its place).
   static constexpr size_t kHeaderFill = 2048;
+  // What a large part's read also takes of what follows it: a header and a
+  // short segment list, so that back-to-back frames cost one syscall each,
+  // while little of a following payload is copied twice.
+  static constexpr size_t kReadAhead = 256;
+  // How much to read for a header, given the payload of the frame before:
+  // after a large one the next is likely large too, and its start should
+  // not be copied twice; after small ones, a run of them comes in one recv.
+  static size_t HeaderFill(uint64_t previous_payload) {
+    return previous_payload >= (16u << 10) ? kReadAhead : kHeaderFill;
+  }
   const uint8_t *data() const { return buf_.data() + head_; }
   size_t size() const { return tail_ - head_; }
   void Consume(size_t n);
   // Copies up to `max` buffered bytes into `dst`, advancing both.
   size_t TakeInto(IovCursor *dst, size_t max);
+  // True when the last read came back short: the socket had nothing more
+  // then, and with level-triggered polling there is no point in asking again
+  // (a syscall that fails with EAGAIN) before the next readiness report,
+  // which is when the reader calls Rearm().
+  bool drained() const { return drained_; }
+  void Rearm() { drained_ = false; }
+  void NoteRead(size_t got, size_t asked) { drained_ = got < asked; }
   // Free space to read into directly, at most `max` bytes; Commit(n) keeps
   // the n bytes read there.
   iovec Room(size_t max);
@@ -135,12 +152,12 @@ class RxBuffer {
   std::array<uint8_t, 16384> buf_{};
   size_t head_ = 0;
   size_t tail_ = 0;
+  bool drained_ = false;
 };
 
 // Reads `*left` more bytes of a frame part into `dst`, first from `rx`, then
-// with recvmsg straight into the destination (large parts, and whatever
-// follows them up to kHeaderFill bytes into `rx`, so that back-to-back frames
-// cost one syscall each) or through `rx` (small ones, so that the next
+// with recvmsg straight into the destination (large parts, and up to
+// kReadAhead bytes of whatever follows them into `rx`) or through `rx` (small ones, so that the next
 // header comes in the same syscall). Stops at EAGAIN. Returns kProgress once
 // *left reaches 0.
 IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left);

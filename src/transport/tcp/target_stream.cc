@@ -160,6 +160,7 @@ void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_
 }
 
 void TargetStream::Recv() {
+  rxbuf_.Rearm();  // the socket was reported readable
   for (;;) {
     if (fd_ < 0 || close_after_flush_) return;
     // Backpressure: stop taking requests while replies pile up.
@@ -171,7 +172,11 @@ void TargetStream::Recv() {
           if (!OnHeader()) return;
           continue;
         }
-        r = rxbuf_.Fill(fd_, RxBuffer::kHeaderFill);
+        if (rxbuf_.drained()) {
+          r = IoResult::kWouldBlock;  // nothing was left a moment ago
+          break;
+        }
+        r = rxbuf_.Fill(fd_, RxBuffer::HeaderFill(cur_.payload_len));  // cur_: the frame before
         break;
       case Rx::kBody:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
@@ -194,7 +199,9 @@ void TargetStream::Recv() {
         }
         break;
     }
-    if (r == IoResult::kProgress) last_progress_ = std::chrono::steady_clock::now();
+    // The time of this wake-up (OnEvents read it): one clock read per
+    // wake-up rather than per frame is enough for the stall check.
+    if (r == IoResult::kProgress) last_progress_ = last_rx_;
     if (r == IoResult::kWouldBlock) break;
     if (r == IoResult::kEof) {
       bool mid_frame = rx_ != Rx::kHeader || rxbuf_.size() > 0;
