@@ -24,7 +24,7 @@ std::vector<std::vector<std::unique_ptr<Request>>> PlanFrames(bool is_write, con
   local.reserve(expect());
   wire::SegmentWriter segs(&body, expect());
   size_t frame_len = 0;
-  auto flush = [&] {
+  auto flush = [&](bool more) {
     if (segs.count() == 0) return;
     segs.Finish();
     auto r = MakeRequest(is_write ? wire::MsgType::kWriteReq : wire::MsgType::kReadReq, std::move(body), done);
@@ -44,11 +44,13 @@ std::vector<std::vector<std::unique_ptr<Request>>> PlanFrames(bool is_write, con
     }
     per_stream[next++ % ns].push_back(std::move(r));
     // `local` and `body` moved into the request: give them room again
-    // rather than letting them grow one reallocation at a time.
+    // (if more pieces follow) rather than letting them grow one
+    // reallocation at a time.
     local.clear();
+    frame_len = 0;
+    if (!more) return;
     local.reserve(expect());
     segs = wire::SegmentWriter(&body, expect());
-    frame_len = 0;
   };
   for (size_t i = 0; i < n; ++i) {
     placed = i;
@@ -63,10 +65,10 @@ std::vector<std::vector<std::unique_ptr<Request>>> PlanFrames(bool is_write, con
       p.local += take;
       p.remote += take;
       p.len -= take;
-      if (frame_len == frame_bytes || segs.count() == kMaxFrameSegments) flush();
+      if (frame_len == frame_bytes || segs.count() == kMaxFrameSegments) flush(/*more=*/true);
     }
   }
-  flush();
+  flush(/*more=*/false);
   return per_stream;
 }
 

@@ -110,6 +110,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
                                                "link to " + link->remote_name_ + " stream " + std::to_string(i),
                                                i == 0 ? params.on_push : nullptr);
     w->Add(s, EPOLLIN);
+    link->caches_.push_back(&s->buffers());
     link->streams_.push_back(std::move(s));
   }
   *out = std::move(link);
@@ -127,9 +128,7 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
 
 void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
                      Deadline deadline, bool caller_waits) {
-  std::vector<BufferCache *> caches;
-  for (auto &s : streams_) caches.push_back(&s->buffers());
-  auto per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches, done);
+  auto per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches_, done);
   size_t frames = 0, used = 0, last = 0;
   for (size_t i = 0; i < per_stream.size(); ++i) {
     frames += per_stream[i].size();

@@ -71,6 +71,7 @@ class TcpLink : public Channel {
 
   std::string remote_name_;
   std::vector<std::shared_ptr<InitiatorStream>> streams_;
+  std::vector<BufferCache *> caches_;  // streams_[i]->buffers(), for PlanFrames
   std::atomic<size_t> rotate_{0};
 };
 
