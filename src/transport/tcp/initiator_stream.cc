@@ -325,8 +325,9 @@ void InitiatorStream::ApplyInterestLocked() {
 
 void InitiatorStream::RecvLocked(FinishedList *fin) {
   rxbuf_.Rearm();  // called when the socket is, or may be, readable
+  bool received = false;
   for (;;) {
-    if (fd_ < 0) return;
+    if (fd_ < 0) break;
     IoResult r = IoResult::kProgress;
     switch (rx_) {
       case Rx::kHeader:
@@ -359,8 +360,8 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
         if (r == IoResult::kProgress && part_left_ == 0) FinishFrontLocked(fin);
         break;
     }
-    if (r == IoResult::kWouldBlock) return;
-    if (r == IoResult::kProgress) last_rx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
+    if (r == IoResult::kWouldBlock) break;
+    received = true;  // kEof and kError return below
     if (r == IoResult::kEof) {
       CloseLocked(q_.empty() ? "peer closed the link" : "peer closed the link with requests in flight", fin);
       return;
@@ -370,6 +371,9 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
       return;
     }
   }
+  // For the heartbeat: one clock read per call, not per frame. A part cut
+  // by EAGAIN counts when it completes (frames are at most 4 MiB).
+  if (received) last_rx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
 }
 
 bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {

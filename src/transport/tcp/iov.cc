@@ -127,7 +127,9 @@ IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left) {
     if (rx->size() > 0) *left -= rx->TakeInto(dst, *left);
     if (*left == 0) return IoResult::kProgress;
     if (*left < kDirectThreshold) {
-      IoResult r = rx->Fill(fd);
+      // Enough for this part and a run of small frames after it, not so
+      // much that a large payload behind it is copied twice.
+      IoResult r = rx->Fill(fd, *left + RxBuffer::kHeaderFill);
       if (r != IoResult::kProgress) return r;
       continue;
     }

@@ -120,9 +120,10 @@ class RxBuffer {
   // of a large payload is not copied twice (into here, then to its place).
   static constexpr size_t kHeaderFill = 2048;
   // What a large part's read also takes of what follows it: a header and a
-  // short segment list, so that back-to-back frames cost one syscall each,
-  // while little of a following payload is copied twice.
-  static constexpr size_t kReadAhead = 256;
+  // one-segment list (32 + 20 bytes), so that back-to-back frames cost one
+  // syscall each, while little of a following payload is copied twice (the
+  // first touch of a destination's cache lines is what that copy costs).
+  static constexpr size_t kReadAhead = 64;
   // How much to read for a header, given the payload of the frame before:
   // after a large one the next is likely large too, and its start should
   // not be copied twice; after small ones, a run of them comes in one recv.

@@ -50,9 +50,10 @@ TargetStream::~TargetStream() {
 
 void TargetStream::OnEvents(uint32_t events) {
   if (fd_ < 0) return;
+  now_ = std::chrono::steady_clock::now();
   if (events & EPOLLOUT) Send();
   if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-    last_rx_ = std::chrono::steady_clock::now();
+    last_rx_ = now_;
     Recv();
   }
   if (fd_ >= 0) UpdateInterest();
@@ -111,7 +112,7 @@ void TargetStream::Send() {
     tx_.pop_front();  // releases the pins of a READ reply
     progressed = true;
   }
-  if (progressed) last_progress_ = std::chrono::steady_clock::now();
+  if (progressed) last_progress_ = now_;
   if (r == IoResult::kError) {
     CloseStream(std::string("send failed: ") + std::strerror(errno), true);
     return;
@@ -133,6 +134,7 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   wire::EncodeRevoke(region, &body);
   QueueFrame(wire::MsgType::kRevoke, SUCCESS, id, std::move(body), {}, PinSet());
   revokes_.push_back(id);
+  now_ = std::chrono::steady_clock::now();
   Send();
   if (fd_ >= 0) UpdateInterest();
 }
@@ -199,9 +201,7 @@ void TargetStream::Recv() {
         }
         break;
     }
-    // The time of this wake-up (OnEvents read it): one clock read per
-    // wake-up rather than per frame is enough for the stall check.
-    if (r == IoResult::kProgress) last_progress_ = last_rx_;
+    if (r == IoResult::kProgress) last_progress_ = now_;
     if (r == IoResult::kWouldBlock) break;
     if (r == IoResult::kEof) {
       bool mid_frame = rx_ != Rx::kHeader || rxbuf_.size() > 0;

@@ -85,6 +85,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::chrono::steady_clock::time_point created_;
   std::chrono::steady_clock::time_point last_progress_;
   std::chrono::steady_clock::time_point last_rx_;
+  // When the worker woke for this stream: one clock read per wake-up, not
+  // per frame, is fine enough for the stall check.
+  std::chrono::steady_clock::time_point now_;
 
   enum class Rx { kHeader, kBody, kPayload, kDiscard };
   Rx rx_ = Rx::kHeader;
