@@ -92,15 +92,16 @@ void InitiatorStream::ForgetLocked(const Request &r) {
   --awaiting_;
 }
 
-void InitiatorStream::PumpLocked(FinishedList *fin) {
+void InitiatorStream::PumpLocked(FinishedList *fin, bool force) {
   for (;;) {
     std::vector<std::unique_ptr<Request>> batch;
     {
       std::lock_guard<std::mutex> lock(sub_mu_);
-      if (inbox_.empty()) {
-        // Posters may wait for a reply only if one is due and whoever
-        // processes it will come back here.
-        may_hold_ = fd_ >= 0 && awaiting_ > 0 && q_cost_ >= kHoldBytes;
+      // Requests may wait only while a reply is due (whoever processes it
+      // comes back here) and enough is in flight to keep the target busy.
+      const bool hold = fd_ >= 0 && awaiting_ > 0 && q_cost_ >= kHoldBytes;
+      if (inbox_.empty() || (hold && !force)) {
+        may_hold_ = hold;
         return;
       }
       batch.swap(inbox_);
@@ -127,7 +128,7 @@ bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs, bool m
   FinishedList fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    PumpLocked(&fin);
+    PumpLocked(&fin, /*force=*/!may_wait);
   }
   Complete(&fin);
   return true;
@@ -138,7 +139,7 @@ void InitiatorStream::Progress() {
   FinishedList fin;
   {
     std::lock_guard<std::mutex> lock(mu_, std::adopt_lock);
-    PumpLocked(&fin);
+    PumpLocked(&fin, /*force=*/false);
     if (fd_ >= 0 && awaiting_ > 0) {
       poll_until_ = std::chrono::steady_clock::now() + kPollLease;
       if (!polled_) {
@@ -152,7 +153,7 @@ void InitiatorStream::Progress() {
         });
       }
       RecvLocked(&fin);
-      PumpLocked(&fin);
+      PumpLocked(&fin, /*force=*/false);
     }
   }
   Complete(&fin);
@@ -288,7 +289,7 @@ void InitiatorStream::OnEvents(uint32_t events) {
     if (fd_ < 0) return;
     if (events & EPOLLOUT) SendLocked(&fin);
     if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) RecvLocked(&fin);
-    PumpLocked(&fin);
+    PumpLocked(&fin, /*force=*/false);
   }
   Complete(&fin);
 }

@@ -143,8 +143,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void ApplyInterestLocked();
   void EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs);
   // Moves the inbox onto the queue and sends; every holder of mu_ calls it
-  // last, so that nothing posted meanwhile is left behind.
-  void PumpLocked(FinishedList *fin);
+  // last, so that nothing posted meanwhile is left behind. Unless `force`d,
+  // it leaves the inbox while kHoldBytes are in flight: the next reply's
+  // pump sends it, in one go with whatever joins it meanwhile.
+  void PumpLocked(FinishedList *fin, bool force = true);
   void ForgetLocked(const Request &r);  // r leaves q_: its cost and reply no longer pending
   void Complete(FinishedList *fin);
 
