@@ -69,11 +69,15 @@ void AsyncTransfers::Poll(AsyncTransfer &t) {
 }
 
 void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results) {
-  ExpireOverdue();
   {
-    // Lend this thread once to each link that has requests waiting.
+    // One pass over the waiting requests: time out the overdue ones, then
+    // lend this thread once to each link that the others wait on.
     std::vector<std::shared_ptr<Link>> links;
     for (const auto &t : Waiting(false)) {
+      if (t->deadline.Expired()) {
+        t->done->Finish(TIMEOUT);
+        continue;
+      }
       auto link = t->poll_link.lock();
       if (link && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(std::move(link));
     }

@@ -146,12 +146,7 @@ void InitiatorStream::Progress() {
         polled_ = true;
         ApplyInterestLocked();
       }
-      if (!lease_timer_) {
-        lease_timer_ = true;
-        worker_->PostAt(poll_until_, [w = weak_from_this()] {
-          if (auto s = w.lock()) s->OnLeaseTimer();
-        });
-      }
+      if (!lease_timer_) ArmLeaseTimerLocked();
       RecvLocked(&fin);
       PumpLocked(&fin, /*force=*/false);
     }
@@ -159,15 +154,19 @@ void InitiatorStream::Progress() {
   Complete(&fin);
 }
 
+void InitiatorStream::ArmLeaseTimerLocked() {
+  lease_timer_ = true;
+  worker_->PostAt(poll_until_, [w = weak_from_this()] {
+    if (auto s = w.lock()) s->OnLeaseTimer();
+  });
+}
+
 void InitiatorStream::OnLeaseTimer() {
   std::lock_guard<std::mutex> lock(mu_);
   lease_timer_ = false;
   if (!polled_ || fd_ < 0) return;
   if (std::chrono::steady_clock::now() < poll_until_) {
-    lease_timer_ = true;
-    worker_->PostAt(poll_until_, [w = weak_from_this()] {
-      if (auto s = w.lock()) s->OnLeaseTimer();
-    });
+    ArmLeaseTimerLocked();  // polled again meanwhile
     return;
   }
   // The polls stopped: the worker receives again (level-triggered, so

@@ -137,6 +137,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void PopUnansweredLocked(FinishedList *fin);
   void CloseLocked(const std::string &why, FinishedList *fin);
   void SetOutLocked(bool on);
+  void ArmLeaseTimerLocked();  // OnLeaseTimer runs at poll_until_
   void OnLeaseTimer();
   // Tells the worker what to watch: EPOLLIN unless a caller is driving the
   // receive side, EPOLLOUT while sends wait for room.
