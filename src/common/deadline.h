@@ -8,12 +8,20 @@ namespace hixl {
 
 using Clock = std::chrono::steady_clock;
 
+// Steady-clock milliseconds, for coarse "when last" stamps.
+inline int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+}
+
 class Deadline {
  public:
-  static Deadline AfterMillis(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
-  // Far enough to never matter, near enough that condition-variable waits do
-  // not overflow converting it.
-  static Deadline Never() { return Deadline(Clock::now() + std::chrono::hours(24 * 365 * 10)); }
+  static Deadline AfterMillis(int64_t ms, Clock::time_point from = Clock::now()) {
+    return Deadline(from + std::chrono::milliseconds(ms));
+  }
+  // A century after the steady clock's start (boot): far enough to never
+  // matter, near enough that condition-variable waits do not overflow
+  // converting it, and no clock read for a default that is often replaced.
+  static Deadline Never() { return Deadline(Clock::time_point(std::chrono::hours(24 * 365 * 100))); }
   explicit Deadline(Clock::time_point at) : at_(at) {}
 
   Clock::time_point at() const { return at_; }

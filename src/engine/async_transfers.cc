@@ -49,9 +49,14 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
       HIXL_LOGE("GetTransferStatus: request %p is unknown or was already reported finished", req);
       return PARAM_INVALID;
     }
+    *status = it->second->status.load();
+    if (*status != TransferStatus::WAITING) {  // finished already: report and release in one go
+      reqs_.erase(it);
+      return SUCCESS;
+    }
     t = it->second;
   }
-  if (t->status.load() == TransferStatus::WAITING) Poll(*t);
+  Poll(*t);
   *status = t->status.load();
   if (*status != TransferStatus::WAITING) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -116,11 +121,6 @@ void AsyncTransfers::ExpireOverdue() {
 
 void AsyncTransfers::FailAll() {
   for (const auto &t : Waiting(false)) t->done->Finish(FAILED);
-}
-
-size_t AsyncTransfers::size() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reqs_.size();
 }
 
 }  // namespace hixl

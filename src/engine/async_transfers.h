@@ -49,7 +49,6 @@ class AsyncTransfers {
   void ExpireOverdue();
   // Finishes every request still waiting with FAILED (Finalize).
   void FailAll();
-  size_t size();
 
  private:
   std::vector<std::shared_ptr<AsyncTransfer>> Waiting(bool overdue_only);

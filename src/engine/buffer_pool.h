@@ -28,7 +28,6 @@ class BufferPool {
   BufferPool &operator=(const BufferPool &) = delete;
 
   bool enabled() const { return !buffers_.empty(); }
-  size_t buffer_size() const { return size_; }
   // Calls `ready` with a buffer: now, on this thread, if one is free; else
   // later, on the thread that releases one.
   void Acquire(Ready ready);

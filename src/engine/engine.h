@@ -68,9 +68,7 @@ class Engine : public tcp::TargetContext {
   Status SendNotify(const std::string &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
 
-  const EngineOptions &options() const { return opts_; }
   const std::string &name() const { return name_; }
-  size_t link_count() { return links_.size(); }
 
   // tcp::TargetContext
   std::shared_ptr<const RegionTable> Regions() override { return registry_.Snapshot(); }

@@ -159,10 +159,11 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   if (s != SUCCESS) return s;
   auto t = std::make_shared<AsyncTransfer>();
   t->user_data = args.user_data;
-  t->deadline = Deadline::AfterMillis(opts_.async_timeout_ms);
+  const Clock::time_point now = Clock::now();
+  t->deadline = Deadline::AfterMillis(opts_.async_timeout_ms, now);
   // Connecting first (AutoConnect) and refreshing the remote region table
   // may block; HIXL's default 1 s bounds them.
-  Deadline setup = Deadline::AfterMillis(1000).Earlier(t->deadline);
+  Deadline setup = Deadline::AfterMillis(1000, now).Earlier(t->deadline);
   s = UseLink("TransferAsync", key, setup, &t->link);
   if (s != SUCCESS) return s;
   std::vector<Piece> direct, relayed;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/deadline.h"
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
 #include "transport/tcp/tcp_link.h"
@@ -26,12 +27,7 @@ struct Link {
   std::atomic<int> users{0};
   std::atomic<int64_t> last_used_ms{0};
 
-  void Touch() {
-    last_used_ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count(),
-                       std::memory_order_relaxed);
-  }
+  void Touch() { last_used_ms.store(SteadyMillis(), std::memory_order_relaxed); }
   bool broken() const { return tcp->broken(); }
   Channel &data() const { return shm ? *shm : static_cast<Channel &>(*tcp); }
 };
@@ -40,11 +36,10 @@ struct Link {
 class LinkRef {
  public:
   LinkRef() = default;
+  // Only the release stamps last_used_ms: the channel pool looks at it only
+  // for links without users, i.e. after their last Reset.
   explicit LinkRef(std::shared_ptr<Link> link) : link_(std::move(link)) {
-    if (link_) {
-      link_->users.fetch_add(1);
-      link_->Touch();
-    }
+    if (link_) link_->users.fetch_add(1);
   }
   LinkRef(LinkRef &&other) noexcept : link_(std::move(other.link_)) {}
   LinkRef &operator=(LinkRef &&other) noexcept {

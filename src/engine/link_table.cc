@@ -25,11 +25,6 @@ LinkRef LinkTable::Acquire(const std::string &name) {
   return it == links_.end() ? LinkRef() : LinkRef(it->second);
 }
 
-bool LinkTable::Contains(const std::string &name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return links_.count(name) != 0;
-}
-
 bool LinkTable::WasEvicted(const std::string &name) {
   std::lock_guard<std::mutex> lock(mu_);
   return evicted_.count(name) != 0;
@@ -95,11 +90,6 @@ std::vector<std::shared_ptr<Link>> LinkTable::TakeAll() {
   links_.clear();
   evicted_.clear();
   return out;
-}
-
-size_t LinkTable::size() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return links_.size();
 }
 
 }  // namespace hixl

@@ -24,7 +24,6 @@ class LinkTable {
 
   // The link to `name` with one use held, or an empty ref.
   LinkRef Acquire(const std::string &name);
-  bool Contains(const std::string &name);
   // True when the pool closed the link to `name` and nobody reconnected or
   // disconnected it since.
   bool WasEvicted(const std::string &name);
@@ -36,7 +35,6 @@ class LinkTable {
   std::shared_ptr<Link> Remove(const std::string &name, const Link *expected = nullptr);
   std::vector<std::shared_ptr<Link>> All();
   std::vector<std::shared_ptr<Link>> TakeAll();
-  size_t size();
 
  private:
   bool Idle(const Link &l) const;

@@ -43,7 +43,6 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void RequestBuffer();
   void OnBuffer(BufferPool::Buffer *b);
   void OnRoundDone(const std::shared_ptr<Round> &round);
-  void Fail(Status s);
 
   std::shared_ptr<void> keepalive_;
   Channel *channel_ = nullptr;

@@ -16,11 +16,6 @@ void Revocation::RemovePeer(tcp::TargetStream *stream) {
   peers_.erase(stream);
 }
 
-size_t Revocation::peers() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return peers_.size();
-}
-
 void Revocation::OnAck(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = waiting_.find(id);

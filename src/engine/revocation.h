@@ -25,7 +25,6 @@ class Revocation {
   // `limit`. Returns false (logged) when some peer did not answer in time.
   bool RevokeEverywhere(const wire::RegionInfo &region, std::chrono::milliseconds limit);
   void OnAck(uint64_t id);
-  size_t peers();
 
  private:
   std::mutex mu_;

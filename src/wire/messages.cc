@@ -26,12 +26,22 @@ void DecodeHost(Reader *r, HostIdentity *h) {
   h->pid = r->U32();
 }
 
+// One region on the wire: addr, len (16 bytes). Region lists and REVOKE.
+void EncodeRegion(const RegionInfo &r, Writer *w) {
+  w->U64(r.addr);
+  w->U64(r.len);
+}
+
+RegionInfo DecodeRegion(Reader *r) {
+  RegionInfo info;
+  info.addr = r->U64();
+  info.len = r->U64();
+  return info;
+}
+
 void EncodeRegionList(const std::vector<RegionInfo> &regions, Writer *w) {
   w->U32(static_cast<uint32_t>(regions.size()));
-  for (const auto &r : regions) {
-    w->U64(r.addr);
-    w->U64(r.len);
-  }
+  for (const auto &r : regions) EncodeRegion(r, w);
 }
 
 bool DecodeRegionList(Reader *r, std::vector<RegionInfo> *regions) {
@@ -40,9 +50,7 @@ bool DecodeRegionList(Reader *r, std::vector<RegionInfo> *regions) {
   regions->clear();
   regions->reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    RegionInfo info;
-    info.addr = r->U64();
-    info.len = r->U64();
+    RegionInfo info = DecodeRegion(r);
     if (info.len == 0 || info.addr + info.len < info.addr) return false;
     regions->push_back(info);
   }
@@ -161,14 +169,12 @@ bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs
 
 void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out) {
   Writer w(out);
-  w.U64(region.addr);
-  w.U64(region.len);
+  EncodeRegion(region, &w);
 }
 
 bool DecodeRevoke(const uint8_t *data, size_t size, RegionInfo *region) {
   Reader r(data, size);
-  region->addr = r.U64();
-  region->len = r.U64();
+  *region = DecodeRegion(&r);
   return r.Done();
 }
 
