@@ -42,11 +42,6 @@ std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> bo
   return r;
 }
 
-int64_t SteadyMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push)
     : fd_(fd),
       polled_fd_(fd),
@@ -343,13 +338,7 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
         break;
       case Rx::kBody:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) {
-          if (cur_.payload_len > 0) {
-            StartPayloadLocked();
-          } else {
-            FinishFrontLocked(fin);
-          }
-        }
+        if (r == IoResult::kProgress && part_left_ == 0) EndOfBodyLocked(fin);
         break;
       case Rx::kPayload:
         r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
@@ -411,15 +400,18 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
     part_.Reset(&body_iov_);
     part_left_ = cur_.body_len;
     rx_ = Rx::kBody;
-  } else if (rx_push_) {
-    FinishFrontLocked(fin);
-  } else if (cur_.payload_len > 0) {
-    StartPayloadLocked();
   } else {
-    body_.clear();
-    FinishFrontLocked(fin);
+    EndOfBodyLocked(fin);  // (a push always has a body)
   }
   return true;
+}
+
+void InitiatorStream::EndOfBodyLocked(FinishedList *fin) {
+  if (cur_.payload_len > 0) {
+    StartPayloadLocked();
+  } else {
+    FinishFrontLocked(fin);
+  }
 }
 
 void InitiatorStream::StartPayloadLocked() {
@@ -431,8 +423,7 @@ void InitiatorStream::StartPayloadLocked() {
   }
   rx_ = Rx::kPayload;
   if (r.stage_in) {
-    if (r.staged.capacity() < r.in_len) r.staged = buffers_.Take(r.in_len);
-    r.staged.Resize(r.in_len);
+    // PlanFrames took the staging buffer, in_len bytes.
     r.staged_iov.assign(1, iovec{r.staged.data(), r.staged.size()});
     part_.Reset(&r.staged_iov);
   } else {
@@ -460,13 +451,12 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   // that Cancel takes: an abandoned request is never copied out.
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
   --send_idx_;
-  queued_.store(q_.size(), std::memory_order_relaxed);
   f.status = WireStatus(cur_.status);
   f.body = std::move(body_);
   body_.clear();
   rx_ = Rx::kHeader;
   fin->push_back(std::move(f));
-  PopUnansweredLocked(fin);
+  PopUnansweredLocked(fin);  // also publishes queued_
 }
 
 void InitiatorStream::PopUnansweredLocked(FinishedList *fin) {

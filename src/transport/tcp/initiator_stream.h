@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/completion.h"
+#include "common/deadline.h"
 #include "transport/tcp/io_worker.h"
 #include "transport/tcp/iov.h"
 #include "wire/frame.h"
@@ -131,6 +132,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void RecvLocked(FinishedList *fin);
   bool OnHeaderLocked(FinishedList *fin);  // false: protocol error (stream closed)
   void FinishFrontLocked(FinishedList *fin);
+  // A frame's body is in (or it had none): its payload starts, or it is done.
+  void EndOfBodyLocked(FinishedList *fin);
   // The front request's reply payload starts: where it goes.
   void StartPayloadLocked();
   // Completes the requests at the front that expect no reply and are sent.
@@ -191,7 +194,6 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t part_left_ = 0;
 };
 
-int64_t SteadyMillis();
 
 // Builds a request; the stream assigns its id and header at Submit.
 std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> body,

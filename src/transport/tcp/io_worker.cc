@@ -113,10 +113,12 @@ void IoWorker::RunPosted() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks.swap(posted_);
-    auto now = std::chrono::steady_clock::now();
-    while (!timers_.empty() && timers_.begin()->first <= now) {
-      tasks.push_back(std::move(timers_.begin()->second));
-      timers_.erase(timers_.begin());
+    if (!timers_.empty()) {
+      auto now = std::chrono::steady_clock::now();
+      while (!timers_.empty() && timers_.begin()->first <= now) {
+        tasks.push_back(std::move(timers_.begin()->second));
+        timers_.erase(timers_.begin());
+      }
     }
   }
   for (auto &t : tasks) {

@@ -163,11 +163,13 @@ IoResult ReadPart(int fd, RxBuffer *rx, IovCursor *dst, size_t *left) {
 
 IoResult SkipPart(int fd, RxBuffer *rx, size_t *left) {
   thread_local std::vector<uint8_t> scratch(64 * 1024);
+  std::vector<iovec> one(1);
+  IovCursor c;
   while (*left > 0) {
     size_t step = std::min(*left, scratch.size());
     size_t step_left = step;
-    std::vector<iovec> one{{scratch.data(), step}};
-    IovCursor c(&one);
+    one[0] = iovec{scratch.data(), step};
+    c.Reset(&one);
     IoResult r = ReadPart(fd, rx, &c, &step_left);
     *left -= step - step_left;
     if (r != IoResult::kProgress) return r;

@@ -1,6 +1,5 @@
 #include "transport/tcp/socket.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -38,9 +37,6 @@ Status WaitFd(int fd, short events, Deadline deadline, std::string *why) {
 void TuneSocket(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  int flags = fcntl(fd, F_GETFL, 0);
-  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
 int ListenTcp(const EngineAddress &addr, std::string *why) {

@@ -19,7 +19,8 @@ Status DialTcp(const EngineAddress &remote, Deadline deadline, int *fd, std::str
 // Non-blocking socket I/O of exactly `len` bytes before `deadline`.
 Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why);
 Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why);
-// Options every data socket gets: TCP_NODELAY, non-blocking, close-on-exec.
+// What every data socket gets beyond its creation flags (every one is made
+// with SOCK_NONBLOCK | SOCK_CLOEXEC, by socket() or accept4()): TCP_NODELAY.
 void TuneSocket(int fd);
 // "ip:port" of the far end of a socket, for logs.
 std::string PeerName(int fd);

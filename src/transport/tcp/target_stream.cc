@@ -196,7 +196,7 @@ void TargetStream::Recv() {
       case Rx::kDiscard:
         r = SkipPart(fd_, &rxbuf_, &part_left_);
         if (r == IoResult::kProgress && part_left_ == 0) {
-          QueueReply(wire::MsgType::kWriteAck, write_status_);
+          QueueReply(wire::MsgType::kWriteAck, PARAM_INVALID);  // the only way into kDiscard: a refused WRITE
           rx_ = Rx::kHeader;
         }
         break;
@@ -296,7 +296,6 @@ bool TargetStream::OnRequest() {
         }
         rx_ = Rx::kPayload;
       } else {
-        write_status_ = PARAM_INVALID;
         rx_ = Rx::kDiscard;
       }
       part_left_ = cur_.payload_len;

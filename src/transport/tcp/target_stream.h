@@ -97,7 +97,6 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::vector<iovec> body_iov_;
   IovCursor part_;
   size_t part_left_ = 0;
-  uint32_t write_status_ = 0;     // of the WRITE being received
   std::vector<wire::Segment> segs_;
   std::vector<iovec> payload_iov_;
   PinSet payload_pins_;           // regions the current WRITE lands in

@@ -63,7 +63,6 @@ class TcpLink : public Channel {
   // been quiet for `interval_ms`; returns false when a stream with requests
   // outstanding has received nothing for twice that (the peer is gone).
   bool CheckAlive(int64_t interval_ms);
-  const std::string &remote_name() const { return remote_name_; }
 
  private:
   TcpLink() = default;
