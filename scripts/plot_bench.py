@@ -45,8 +45,8 @@ def is_sweep(r):
             and r["batch"] * r["block"] == r["bytes"])
 
 
-def series(results, transport, op, pick):
-    pts = sorted((r["block"], r) for r in results if r["transport"] == transport and r["op"] == op and pick(r))
+def series(results, transport, op):
+    pts = sorted((r["block"], r) for r in results if r["transport"] == transport and r["op"] == op)
     return [b for b, _ in pts], [r for _, r in pts]
 
 
@@ -81,7 +81,7 @@ def plot_throughput(doc, outdir):
     fig, axes = plt.subplots(1, len(transports), figsize=(5.5 * len(transports), 4), squeeze=False)
     for ax, t in zip(axes[0], transports):
         for op in ops_of(results, t):
-            xs, rs = series(results, t, op, lambda r: True)
+            xs, rs = series(results, t, op)
             ax.plot(xs, [r["gbps"] for r in rs], "o-", color=COLORS[op], label=f"hixl {t} {op}")
             with_base = [(x, r) for x, r in zip(xs, rs) if r["baseline"] != "none"]
             if with_base:
@@ -108,7 +108,7 @@ def plot_ratio(doc, outdir):
     for t in transports_of(results):
         styles[t] = "o-" if not styles else "^-."
         for op in ops_of(results, t):
-            xs, rs = series(results, t, op, lambda r: True)
+            xs, rs = series(results, t, op)
             base = rs[0]["baseline"]
             ax.plot(xs, [r["ratio"] for r in rs], styles[t], color=COLORS[op], label=f"{t} {op} / {base}")
     ax.axhline(1.0, color="gray", linewidth=1)

@@ -7,15 +7,7 @@
 namespace hixl_test {
 namespace {
 
-std::string Hex(const std::string &s) {
-  static const char d[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out.push_back(d[c >> 4]);
-    out.push_back(d[c & 15]);
-  }
-  return out.empty() ? "-" : out;
-}
+std::string Hex(const std::string &s) { return HexField(s); }
 
 class NotifyTest : public PeerTest {
  protected:

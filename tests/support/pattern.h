@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 // The peer process reads and fills buffers that its engine's I/O threads
 // write for remote peers; the ordering is real but runs through another
@@ -33,5 +34,18 @@ HIXL_TEST_NO_TSAN inline uint64_t Hash(const void *buf, size_t len) {
   for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
+
+// How the peer prints a notify field (NOTIFIES): lowercase hex, "-" when
+// empty, so that any bytes fit on one line.
+inline std::string HexField(const char *p, size_t n) {
+  static const char d[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(d[static_cast<uint8_t>(p[i]) >> 4]);
+    out.push_back(d[static_cast<uint8_t>(p[i]) & 15]);
+  }
+  return out.empty() ? "-" : out;
+}
+inline std::string HexField(const std::string &s) { return HexField(s.data(), s.size()); }
 
 }  // namespace hixl_test

@@ -69,16 +69,6 @@ int FreePort(int family) {
   return port;
 }
 
-std::string Hex(const char *p, size_t n) {
-  static const char d[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(d[static_cast<uint8_t>(p[i]) >> 4]);
-    out.push_back(d[static_cast<uint8_t>(p[i]) & 15]);
-  }
-  return out.empty() ? "-" : out;
-}
-
 void Reply(const std::string &s) {
   std::cout << s << std::endl;  // endl flushes: the test reads line by line
 }
@@ -193,8 +183,8 @@ int main(int argc, char **argv) {
       engine.GetNotifies(notifies);
       std::string out = "OK " + std::to_string(notifies.size());
       for (const auto &n : notifies) {
-        out.append(" ").append(Hex(n.name.GetString(), n.name.GetLength()));
-        out.append(":").append(Hex(n.notify_msg.GetString(), n.notify_msg.GetLength()));
+        out.append(" ").append(hixl_test::HexField(n.name.GetString(), n.name.GetLength()));
+        out.append(":").append(hixl_test::HexField(n.notify_msg.GetString(), n.notify_msg.GetLength()));
       }
       Reply(out);
     } else if (cmd == "CONNECT") {

@@ -3,6 +3,11 @@
 namespace hixl_bench {
 
 const char *ModeName(Mode m) { return m == Mode::kAsync ? "async" : "sync"; }
+
+std::string ModeText(const Point &p) {
+  if (p.mode == Mode::kSync) return "sync";
+  return "async d" + std::to_string(p.depth);
+}
 const char *LayoutName(Layout l) { return l == Layout::kContiguous ? "contiguous" : "scattered"; }
 const char *OpName(hixl::TransferOp op) { return op == hixl::READ ? "read" : "write"; }
 

@@ -76,6 +76,9 @@ struct Point {
   int depth = 1;       // 1 for sync
 };
 
+// "sync" or "async dN": the mode and depth of a point, as tables print it.
+std::string ModeText(const Point &p);
+
 struct LatencyPoint {
   std::string transport;
   hixl::TransferOp op = hixl::WRITE;

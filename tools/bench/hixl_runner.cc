@@ -44,7 +44,7 @@ HixlInitiator::~HixlInitiator() {
 
 bool HixlInitiator::Setup(const BenchConfig &cfg, const std::string &transport, const std::string &local_host,
                           const std::string &remote, uintptr_t remote_addr, std::string *why) {
-  remote_ = remote;
+  remote_ = hixl::AscendString(remote.c_str());
   remote_addr_ = remote_addr;
   timeout_ms_ = cfg.timeout_ms;
   std::map<hixl::AscendString, hixl::AscendString> opts;
@@ -69,8 +69,8 @@ bool HixlInitiator::Setup(const BenchConfig &cfg, const std::string &transport, 
     *why = "RegisterMem returned " + StatusText(s);
     return false;
   }
-  if ((s = engine_.Connect(remote_.c_str(), 5000)) != hixl::SUCCESS) {
-    *why = "Connect(" + remote_ + ") returned " + StatusText(s);
+  if ((s = engine_.Connect(remote_, 5000)) != hixl::SUCCESS) {
+    *why = "Connect(" + std::string(remote_.GetString()) + ") returned " + StatusText(s);
     return false;
   }
   return true;
@@ -78,7 +78,7 @@ bool HixlInitiator::Setup(const BenchConfig &cfg, const std::string &transport, 
 
 bool HixlInitiator::RunSync(const std::vector<Call> &calls, hixl::TransferOp op) {
   for (const auto &call : calls) {
-    hixl::Status s = engine_.TransferSync(remote_.c_str(), op, call, timeout_ms_);
+    hixl::Status s = engine_.TransferSync(remote_, op, call, timeout_ms_);
     if (s != hixl::SUCCESS) {
       std::fprintf(stderr, "TransferSync %s of %zu descriptor(s) returned %u\n", OpName(op), call.size(), s);
       return false;
@@ -92,12 +92,11 @@ bool HixlInitiator::RunAsync(const std::vector<Call> &calls, hixl::TransferOp op
   // slot frees. This is what a caller overlapping transfers would do.
   std::deque<hixl::TransferReq> inflight;
   size_t next = 0;
-  const hixl::AscendString remote(remote_.c_str());
   hixl::TransferArgs args;
   while (next < calls.size() || !inflight.empty()) {
     while (inflight.size() < static_cast<size_t>(depth) && next < calls.size()) {
       hixl::TransferReq req = nullptr;
-      hixl::Status s = engine_.TransferAsync(remote, op, calls[next], args, req);
+      hixl::Status s = engine_.TransferAsync(remote_, op, calls[next], args, req);
       if (s != hixl::SUCCESS) {
         std::fprintf(stderr, "TransferAsync %s returned %u\n", OpName(op), s);
         return false;
@@ -140,7 +139,7 @@ double HixlInitiator::RunOnce(const Workload &w) {
 double HixlInitiator::TransferOnce(hixl::TransferOp op, uint64_t size) {
   const std::vector<hixl::TransferOpDesc> one = {{local_addr(), remote_addr_, size}};
   double t0 = NowSeconds();
-  hixl::Status s = engine_.TransferSync(remote_.c_str(), op, one, timeout_ms_);
+  hixl::Status s = engine_.TransferSync(remote_, op, one, timeout_ms_);
   double t1 = NowSeconds();
   if (s != hixl::SUCCESS) {
     std::fprintf(stderr, "TransferSync %s of %llu bytes returned %u\n", OpName(op),
@@ -151,14 +150,14 @@ double HixlInitiator::TransferOnce(hixl::TransferOp op, uint64_t size) {
 }
 
 double HixlInitiator::ConnectToFirstByte(uint64_t size) {
-  engine_.Disconnect(remote_.c_str(), timeout_ms_);  // NOT_CONNECTED is fine
+  engine_.Disconnect(remote_, timeout_ms_);  // NOT_CONNECTED is fine
   const std::vector<hixl::TransferOpDesc> one = {{local_addr(), remote_addr_, size}};
   double t0 = NowSeconds();
-  hixl::Status s = engine_.Connect(remote_.c_str(), timeout_ms_);
-  if (s == hixl::SUCCESS) s = engine_.TransferSync(remote_.c_str(), hixl::WRITE, one, timeout_ms_);
+  hixl::Status s = engine_.Connect(remote_, timeout_ms_);
+  if (s == hixl::SUCCESS) s = engine_.TransferSync(remote_, hixl::WRITE, one, timeout_ms_);
   double t1 = NowSeconds();
   if (s != hixl::SUCCESS) {
-    std::fprintf(stderr, "Connect + first TransferSync to %s returned %u\n", remote_.c_str(), s);
+    std::fprintf(stderr, "Connect + first TransferSync to %s returned %u\n", remote_.GetString(), s);
     return -1;
   }
   return t1 - t0;

@@ -46,7 +46,7 @@ class HixlInitiator {
   bool initialized_ = false;
   void *buf_ = nullptr;
   uint64_t size_ = 0;
-  std::string remote_;
+  hixl::AscendString remote_;  // built once: timed calls take it as is
   uintptr_t remote_addr_ = 0;
   int timeout_ms_ = 30000;
 };

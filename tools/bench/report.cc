@@ -17,20 +17,18 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string ModeText(const Point &p) {
-  if (p.mode == Mode::kSync) return "sync";
-  return "async d" + std::to_string(p.depth);
-}
-
-// A figure for JSON: non-finite numbers (no baseline) become null.
-Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
 // Rounded so that the JSON stays readable; 4 significant digits are more
 // than these measurements can claim.
 double Round(double v) {
   if (!std::isfinite(v) || v == 0) return v;
   double mag = std::pow(10.0, 3 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
   return std::round(v * mag) / mag;
+}
+
+// A figure for JSON, rounded; non-finite numbers become null, and so does a
+// figure that is not `present` (a baseline that was not measured).
+Json Num(double v, bool present = true) {
+  return present && std::isfinite(v) ? Json(Round(v)) : Json(nullptr);
 }
 
 std::string FirstLineWith(const char *path, const char *key) {
@@ -213,10 +211,10 @@ bool WriteJson(const Report &r, const BenchConfig &cfg, const std::string &path)
     e["depth"] = p.depth;
     e["bytes"] = x.bytes;
     e["iters"] = x.iters;
-    e["gbps"] = Num(Round(x.gbps));
+    e["gbps"] = Num(x.gbps);
     e["baseline"] = x.baseline;
-    e["baseline_gbps"] = x.baseline == "none" ? Json(nullptr) : Num(Round(x.baseline_gbps));
-    e["ratio"] = x.baseline == "none" ? Json(nullptr) : Num(Round(x.ratio));
+    e["baseline_gbps"] = Num(x.baseline_gbps, x.baseline != "none");
+    e["ratio"] = Num(x.ratio, x.baseline != "none");
     results.push_back(e);
   }
   j["results"] = results;
@@ -227,13 +225,13 @@ bool WriteJson(const Report &r, const BenchConfig &cfg, const std::string &path)
     e["op"] = OpName(l.op);
     e["size"] = l.size;
     e["samples"] = l.samples;
-    e["p50_us"] = Num(Round(l.p50_us));
-    e["p99_us"] = Num(Round(l.p99_us));
+    e["p50_us"] = Num(l.p50_us);
+    e["p99_us"] = Num(l.p99_us);
     e["baseline"] = l.baseline;
     const bool none = l.baseline == "none";
-    e["baseline_p50_us"] = none ? Json(nullptr) : Num(Round(l.baseline_p50_us));
-    e["baseline_p99_us"] = none ? Json(nullptr) : Num(Round(l.baseline_p99_us));
-    e["ratio_p50"] = none ? Json(nullptr) : Num(Round(l.ratio_p50));
+    e["baseline_p50_us"] = Num(l.baseline_p50_us, !none);
+    e["baseline_p99_us"] = Num(l.baseline_p99_us, !none);
+    e["ratio_p50"] = Num(l.ratio_p50, !none);
     latency.push_back(e);
   }
   j["latency"] = latency;
@@ -242,12 +240,12 @@ bool WriteJson(const Report &r, const BenchConfig &cfg, const std::string &path)
     Json e;
     e["transport"] = c.transport;
     e["samples"] = c.samples;
-    e["p50_ms"] = Num(Round(c.p50_ms));
-    e["p99_ms"] = Num(Round(c.p99_ms));
+    e["p50_ms"] = Num(c.p50_ms);
+    e["p99_ms"] = Num(c.p99_ms);
     e["baseline"] = c.baseline;
     const bool none = c.baseline == "none";
-    e["baseline_p50_ms"] = none ? Json(nullptr) : Num(Round(c.baseline_p50_ms));
-    e["baseline_p99_ms"] = none ? Json(nullptr) : Num(Round(c.baseline_p99_ms));
+    e["baseline_p50_ms"] = Num(c.baseline_p50_ms, !none);
+    e["baseline_p99_ms"] = Num(c.baseline_p99_ms, !none);
     connect.push_back(e);
   }
   j["connect"] = connect;

@@ -103,7 +103,7 @@ void AddSuite(const BenchConfig &cfg, const std::string &transport, PlanBuilder 
 
 void Progress(const ThroughputResult &x) {
   const Point &p = x.point;
-  const std::string mode = p.mode == Mode::kAsync ? "async d" + std::to_string(p.depth) : "sync";
+  const std::string mode = ModeText(p);
   std::fprintf(stderr, "  %s %s %s %s %s batch %llu thr %d: hixl %.2f GB/s", p.transport.c_str(), OpName(p.op),
                mode.c_str(), LayoutName(p.layout), FormatSize(p.block).c_str(),
                static_cast<unsigned long long>(p.batch), p.threads, x.gbps);

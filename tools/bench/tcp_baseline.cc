@@ -188,17 +188,14 @@ bool TcpConn::Connect(const std::string &host, int port) {
   return true;
 }
 
-double TcpConn::Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes) {
+bool TcpConn::Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes) {
   Command cmd{write ? kCmdWrite : kCmdRead, bytes, remote_offset};
-  double t0 = NowSeconds();
-  if (!FullSend(fd_, &cmd, sizeof(cmd))) return -1;
+  if (!FullSend(fd_, &cmd, sizeof(cmd))) return false;
   if (write) {
     char ack;
-    if (!FullSend(fd_, local, bytes) || !FullRecv(fd_, &ack, 1)) return -1;
-  } else if (!FullRecv(fd_, local, bytes)) {
-    return -1;
+    return FullSend(fd_, local, bytes) && FullRecv(fd_, &ack, 1);
   }
-  return NowSeconds() - t0;
+  return FullRecv(fd_, local, bytes);
 }
 
 double TcpConn::PingPong(char *local, uint64_t bytes) {

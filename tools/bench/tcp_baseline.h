@@ -23,9 +23,9 @@ class TcpConn {
   bool Connect(const std::string &host, int port);
   void Close();
   // Moves `bytes` between `local` and the peer's buffer at `remote_offset`:
-  // to the peer and waits for its ack (write), or from it (read). Returns
-  // seconds, or a negative number on error.
-  double Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes);
+  // to the peer and waits for its ack (write), or from it (read). False on
+  // error. (The caller times whole iterations; no clock is read here.)
+  bool Move(bool write, char *local, uint64_t remote_offset, uint64_t bytes);
   // One round trip of `bytes` each way (ping-pong); seconds or negative.
   double PingPong(char *local, uint64_t bytes);
 

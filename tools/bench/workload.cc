@@ -4,12 +4,6 @@
 
 namespace hixl_bench {
 
-uint64_t Workload::CallBytes(int thread, size_t call) const {
-  uint64_t n = 0;
-  for (const auto &d : calls[static_cast<size_t>(thread)][call]) n += d.len;
-  return n;
-}
-
 uint64_t BlocksPerThread(const Point &p, uint64_t total_size) {
   if (p.block == 0 || p.threads <= 0) return 0;
   return total_size / static_cast<uint64_t>(p.threads) / p.block;

@@ -19,8 +19,6 @@ struct Workload {
   uint64_t slice_bytes = 0;   // per thread
   // calls[t][c]: thread t's c-th TransferSync call (or TransferAsync request).
   std::vector<std::vector<Call>> calls;
-
-  uint64_t CallBytes(int thread, size_t call) const;
 };
 
 // Blocks that fit in one thread's slice of a `total_size` buffer; 0 when the
