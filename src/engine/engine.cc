@@ -137,10 +137,7 @@ Status Engine::SendNotify(const std::string &remote, const NotifyDesc &notify, i
   std::string key;
   Status s = RemoteKey("SendNotify", remote, &key);
   if (s != SUCCESS) return s;
-  if (timeout_ms <= 0) {
-    HIXL_LOGE("SendNotify %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
-    return PARAM_INVALID;
-  }
+  if ((s = CheckTimeout("SendNotify", key, timeout_ms)) != SUCCESS) return s;
   if (notify.name.GetLength() > wire::kMaxNotifyField || notify.notify_msg.GetLength() > wire::kMaxNotifyField) {
     HIXL_LOGE("SendNotify %s: name is %zu bytes and notify_msg %zu bytes; each may have at most %zu", key.c_str(),
               notify.name.GetLength(), notify.notify_msg.GetLength(), wire::kMaxNotifyField);

@@ -95,6 +95,8 @@ class Engine : public tcp::TargetContext {
   // engine_connect.cc
   // Canonical name of a remote server address, or PARAM_INVALID (logged).
   Status RemoteKey(const char *call, const std::string &remote, std::string *key, EngineAddress *addr = nullptr);
+  // SUCCESS for a positive timeout; PARAM_INVALID (logged) otherwise.
+  static Status CheckTimeout(const char *call, const std::string &key, int32_t timeout_ms);
   // Opens a link to `key` and adds it to the table. ALREADY_CONNECTED when a
   // working link exists.
   Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline);

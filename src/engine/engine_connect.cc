@@ -37,6 +37,12 @@ Status Engine::RemoteKey(const char *call, const std::string &remote, std::strin
   return SUCCESS;
 }
 
+Status Engine::CheckTimeout(const char *call, const std::string &key, int32_t timeout_ms) {
+  if (timeout_ms > 0) return SUCCESS;
+  HIXL_LOGE("%s %s: timeout_in_millis=%d must be > 0", call, key.c_str(), timeout_ms);
+  return PARAM_INVALID;
+}
+
 void Engine::CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why) {
   for (auto &l : links) l->tcp->Close(why);
   links.clear();
@@ -149,10 +155,7 @@ Status Engine::Connect(const std::string &remote, int32_t timeout_ms) {
   EngineAddress addr;
   Status s = RemoteKey("Connect", remote, &key, &addr);
   if (s != SUCCESS) return s;
-  if (timeout_ms <= 0) {
-    HIXL_LOGE("Connect %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
-    return PARAM_INVALID;
-  }
+  if ((s = CheckTimeout("Connect", key, timeout_ms)) != SUCCESS) return s;
   s = OpenLink(key, addr, Deadline::AfterMillis(timeout_ms));
   if (s == ALREADY_CONNECTED) HIXL_LOGW("Connect %s: already connected", key.c_str());
   return s;
@@ -162,10 +165,7 @@ Status Engine::Disconnect(const std::string &remote, int32_t timeout_ms) {
   std::string key;
   Status s = RemoteKey("Disconnect", remote, &key);
   if (s != SUCCESS) return s;
-  if (timeout_ms <= 0) {
-    HIXL_LOGE("Disconnect %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
-    return PARAM_INVALID;
-  }
+  if ((s = CheckTimeout("Disconnect", key, timeout_ms)) != SUCCESS) return s;
   bool evicted = links_.WasEvicted(key);
   auto link = links_.Remove(key);
   if (link == nullptr) {
@@ -225,10 +225,7 @@ Status Engine::QueueConnectTask(const char *call, const std::string &remote, int
   std::string key;
   Status s = RemoteKey(call, remote, &key);
   if (s != SUCCESS) return s;
-  if (timeout_ms <= 0) {
-    HIXL_LOGE("%s %s: timeout_in_millis=%d must be > 0", call, key.c_str(), timeout_ms);
-    return PARAM_INVALID;
-  }
+  if ((s = CheckTimeout(call, key, timeout_ms)) != SUCCESS) return s;
   uint64_t seq;
   AsyncConnectEntry previous;
   bool had_previous;

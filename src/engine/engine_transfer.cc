@@ -126,10 +126,7 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   std::string key;
   Status s = CheckTransferArgs("TransferSync", remote, op, &key);
   if (s != SUCCESS) return s;
-  if (timeout_ms <= 0) {
-    HIXL_LOGE("TransferSync %s: timeout_in_millis=%d must be > 0", key.c_str(), timeout_ms);
-    return PARAM_INVALID;
-  }
+  if ((s = CheckTimeout("TransferSync", key, timeout_ms)) != SUCCESS) return s;
   if (descs.empty()) return SUCCESS;
   Deadline deadline = Deadline::AfterMillis(timeout_ms);
   LinkRef link;
