@@ -253,7 +253,7 @@ void InitiatorStream::Cancel(const Completion *c) {
         break;
       }
       r->abandoned = true;
-      if (i == 0 && rx_ == Rx::kPayload && !r->stage_in) rx_ = Rx::kDiscard;
+      if (i == 0 && !r->stage_in) reader_.SkipRestOfPayload();
       r->in.clear();
       ++i;
     }
@@ -319,38 +319,12 @@ void InitiatorStream::ApplyInterestLocked() {
 }
 
 void InitiatorStream::RecvLocked(FinishedList *fin) {
-  rxbuf_.Rearm();  // called when the socket is, or may be, readable
+  reader_.Rearm();  // called when the socket is, or may be, readable
   bool received = false;
-  for (;;) {
-    if (fd_ < 0) break;
-    IoResult r = IoResult::kProgress;
-    switch (rx_) {
-      case Rx::kHeader:
-        if (rxbuf_.size() >= wire::kHeaderSize) {
-          if (!OnHeaderLocked(fin)) return;
-          continue;
-        }
-        if (rxbuf_.drained()) {
-          r = IoResult::kWouldBlock;  // nothing was left a moment ago
-          break;
-        }
-        r = rxbuf_.Fill(fd_, RxBuffer::HeaderFill(cur_.payload_len));  // cur_: the frame before
-        break;
-      case Rx::kBody:
-        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) EndOfBodyLocked(fin);
-        break;
-      case Rx::kPayload:
-        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) FinishFrontLocked(fin);
-        break;
-      case Rx::kDiscard:
-        r = SkipPart(fd_, &rxbuf_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) FinishFrontLocked(fin);
-        break;
-    }
+  while (fd_ >= 0) {
+    FrameReader::Part done;
+    IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;
-    received = true;  // kEof and kError return below
     if (r == IoResult::kEof) {
       CloseLocked(q_.empty() ? "peer closed the link" : "peer closed the link with requests in flight", fin);
       return;
@@ -359,6 +333,19 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
       CloseLocked(std::string("receive failed: ") + std::strerror(errno), fin);
       return;
     }
+    received = true;
+    switch (done) {
+      case FrameReader::Part::kHeader:
+        if (!OnHeaderLocked(fin)) return;
+        break;
+      case FrameReader::Part::kBody:
+        EndOfBodyLocked(fin);
+        break;
+      case FrameReader::Part::kPayload:
+      case FrameReader::Part::kSkipped:
+        FinishFrontLocked(fin);
+        break;
+    }
   }
   // For the heartbeat: one clock read per call, not per frame. A part cut
   // by EAGAIN counts when it completes (frames are at most 4 MiB).
@@ -366,8 +353,7 @@ void InitiatorStream::RecvLocked(FinishedList *fin) {
 }
 
 bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
-  wire::HeaderError err = wire::DecodeHeader(rxbuf_.data(), &cur_);
-  rxbuf_.Consume(wire::kHeaderSize);
+  wire::HeaderError err = reader_.TakeHeader(&cur_);
   std::string bad;
   rx_push_ = err == wire::HeaderError::kOk && cur_.type == wire::MsgType::kRevoke;
   if (err != wire::HeaderError::kOk) {
@@ -395,11 +381,7 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
     return false;
   }
   if (cur_.body_len > 0) {
-    body_.resize(cur_.body_len);
-    body_iov_.assign(1, iovec{body_.data(), body_.size()});
-    part_.Reset(&body_iov_);
-    part_left_ = cur_.body_len;
-    rx_ = Rx::kBody;
+    reader_.ExpectBody(cur_.body_len);
   } else {
     EndOfBodyLocked(fin);  // (a push always has a body)
   }
@@ -416,18 +398,14 @@ void InitiatorStream::EndOfBodyLocked(FinishedList *fin) {
 
 void InitiatorStream::StartPayloadLocked() {
   Request &r = *q_.front();
-  part_left_ = cur_.payload_len;
   if (r.abandoned) {
-    rx_ = Rx::kDiscard;
-    return;
-  }
-  rx_ = Rx::kPayload;
-  if (r.stage_in) {
+    reader_.SkipPayload(cur_.payload_len);
+  } else if (r.stage_in) {
     // PlanFrames took the staging buffer, in_len bytes.
     r.staged_iov.assign(1, iovec{r.staged.data(), r.staged.size()});
-    part_.Reset(&r.staged_iov);
+    reader_.ExpectPayload(&r.staged_iov, cur_.payload_len);
   } else {
-    part_.Reset(&r.in);
+    reader_.ExpectPayload(&r.in, cur_.payload_len);
   }
 }
 
@@ -435,11 +413,10 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   Finished f;
   if (rx_push_) {
     f.status = SUCCESS;
-    f.body = std::move(body_);
+    f.body = reader_.TakeBody();
     f.push_type = cur_.type;
     f.push_id = cur_.req_id;
-    body_.clear();
-    rx_ = Rx::kHeader;
+    reader_.ExpectHeader();
     rx_push_ = false;
     fin->push_back(std::move(f));
     return;
@@ -452,9 +429,8 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
   --send_idx_;
   f.status = WireStatus(cur_.status);
-  f.body = std::move(body_);
-  body_.clear();
-  rx_ = Rx::kHeader;
+  f.body = reader_.TakeBody();
+  reader_.ExpectHeader();
   fin->push_back(std::move(f));
   PopUnansweredLocked(fin);  // also publishes queued_
 }

@@ -32,6 +32,7 @@
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "transport/tcp/frame_reader.h"
 #include "transport/tcp/io_worker.h"
 #include "transport/tcp/iov.h"
 #include "wire/frame.h"
@@ -183,15 +184,9 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   std::chrono::steady_clock::time_point poll_until_;
   uint32_t interest_ = EPOLLIN;
 
-  enum class Rx { kHeader, kBody, kPayload, kDiscard };
-  Rx rx_ = Rx::kHeader;
-  bool rx_push_ = false;  // the frame being read is a push, not a reply
-  RxBuffer rxbuf_;
-  wire::FrameHeader cur_;
-  std::vector<uint8_t> body_;
-  std::vector<iovec> body_iov_;
-  IovCursor part_;
-  size_t part_left_ = 0;
+  FrameReader reader_;
+  wire::FrameHeader cur_;  // of the frame being read
+  bool rx_push_ = false;   // that frame is a push, not a reply
 };
 
 

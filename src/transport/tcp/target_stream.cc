@@ -162,49 +162,15 @@ void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_
 }
 
 void TargetStream::Recv() {
-  rxbuf_.Rearm();  // the socket was reported readable
-  for (;;) {
-    if (fd_ < 0 || close_after_flush_) return;
+  reader_.Rearm();  // the socket was reported readable
+  while (fd_ >= 0 && !close_after_flush_) {
     // Backpressure: stop taking requests while replies pile up.
-    if (rx_ == Rx::kHeader && tx_.size() >= kMaxQueuedReplies) return;
-    IoResult r = IoResult::kProgress;
-    switch (rx_) {
-      case Rx::kHeader:
-        if (rxbuf_.size() >= wire::kHeaderSize) {
-          if (!OnHeader()) return;
-          continue;
-        }
-        if (rxbuf_.drained()) {
-          r = IoResult::kWouldBlock;  // nothing was left a moment ago
-          break;
-        }
-        r = rxbuf_.Fill(fd_, RxBuffer::HeaderFill(cur_.payload_len));  // cur_: the frame before
-        break;
-      case Rx::kBody:
-        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0 && !OnRequest()) return;
-        break;
-      case Rx::kPayload:
-        r = ReadPart(fd_, &rxbuf_, &part_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) {
-          if (write_staged_) ScatterFrom(stage_.data(), payload_iov_);
-          payload_pins_.Release();
-          QueueReply(wire::MsgType::kWriteAck, SUCCESS);
-          rx_ = Rx::kHeader;
-        }
-        break;
-      case Rx::kDiscard:
-        r = SkipPart(fd_, &rxbuf_, &part_left_);
-        if (r == IoResult::kProgress && part_left_ == 0) {
-          QueueReply(wire::MsgType::kWriteAck, PARAM_INVALID);  // the only way into kDiscard: a refused WRITE
-          rx_ = Rx::kHeader;
-        }
-        break;
-    }
-    if (r == IoResult::kProgress) last_progress_ = now_;
+    if (reader_.at_header() && tx_.size() >= kMaxQueuedReplies) return;
+    FrameReader::Part done;
+    IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;
     if (r == IoResult::kEof) {
-      bool mid_frame = rx_ != Rx::kHeader || rxbuf_.size() > 0;
+      bool mid_frame = reader_.mid_frame();
       CloseStream(mid_frame ? "peer closed the stream mid-frame" : "peer closed the stream", mid_frame);
       return;
     }
@@ -212,13 +178,31 @@ void TargetStream::Recv() {
       CloseStream(std::string("receive failed: ") + std::strerror(errno), true);
       return;
     }
+    last_progress_ = now_;
+    switch (done) {
+      case FrameReader::Part::kHeader:
+        if (!OnHeader()) return;
+        break;
+      case FrameReader::Part::kBody:
+        if (!OnRequest()) return;
+        break;
+      case FrameReader::Part::kPayload:
+        if (write_staged_) ScatterFrom(stage_.data(), payload_iov_);
+        payload_pins_.Release();
+        QueueReply(wire::MsgType::kWriteAck, SUCCESS);
+        reader_.ExpectHeader();
+        break;
+      case FrameReader::Part::kSkipped:
+        QueueReply(wire::MsgType::kWriteAck, PARAM_INVALID);  // the only payload skipped: a refused WRITE's
+        reader_.ExpectHeader();
+        break;
+    }
   }
-  if (!tx_.empty()) Send();
+  if (fd_ >= 0 && !close_after_flush_ && !tx_.empty()) Send();
 }
 
 bool TargetStream::OnHeader() {
-  wire::HeaderError err = wire::DecodeHeader(rxbuf_.data(), &cur_);
-  rxbuf_.Consume(wire::kHeaderSize);
+  wire::HeaderError err = reader_.TakeHeader(&cur_);
   if (err == wire::HeaderError::kBadVersion && !hello_done_) {
     // Tell the peer which version we speak, then hang up.
     wire::HelloAck ack;
@@ -263,22 +247,20 @@ bool TargetStream::OnHeader() {
     ctx_->OnRevokeAck(cur_.req_id);
     return true;
   }
-  body_.resize(cur_.body_len);
-  body_iov_.assign(1, iovec{body_.data(), body_.size()});
-  part_.Reset(&body_iov_);
-  part_left_ = cur_.body_len;
-  rx_ = Rx::kBody;
-  return part_left_ > 0 || OnRequest();
+  if (cur_.body_len == 0) return OnRequest();
+  reader_.ExpectBody(cur_.body_len);
+  return true;
 }
 
 bool TargetStream::OnRequest() {
-  rx_ = Rx::kHeader;
+  reader_.ExpectHeader();
+  const std::vector<uint8_t> &req = reader_.body();
   switch (cur_.type) {
     case wire::MsgType::kHello:
       return OnHello();
     case wire::MsgType::kWriteReq: {
       uint64_t total = 0;
-      if (!wire::DecodeSegments(body_.data(), body_.size(), &segs_, &total) || total != cur_.payload_len) {
+      if (!wire::DecodeSegments(req.data(), req.size(), &segs_, &total) || total != cur_.payload_len) {
         CloseStream("protocol error: malformed WRITE segment list (or payload " + std::to_string(cur_.payload_len) +
                         " != segment total " + std::to_string(total) + ")",
                     true);
@@ -290,20 +272,18 @@ bool TargetStream::OnRequest() {
         if (write_staged_) {
           stage_.Resize(cur_.payload_len);
           stage_iov_.assign(1, iovec{stage_.data(), stage_.size()});
-          part_.Reset(&stage_iov_);
+          reader_.ExpectPayload(&stage_iov_, cur_.payload_len);
         } else {
-          part_.Reset(&payload_iov_);
+          reader_.ExpectPayload(&payload_iov_, cur_.payload_len);
         }
-        rx_ = Rx::kPayload;
       } else {
-        rx_ = Rx::kDiscard;
+        reader_.SkipPayload(cur_.payload_len);
       }
-      part_left_ = cur_.payload_len;
       return true;
     }
     case wire::MsgType::kReadReq: {
       uint64_t total = 0;
-      if (!wire::DecodeSegments(body_.data(), body_.size(), &segs_, &total)) {
+      if (!wire::DecodeSegments(req.data(), req.size(), &segs_, &total)) {
         CloseStream("protocol error: malformed READ segment list", true);
         return false;
       }
@@ -326,7 +306,7 @@ bool TargetStream::OnRequest() {
     }
     case wire::MsgType::kNotifyReq: {
       wire::Notify n;
-      if (!wire::DecodeNotify(body_.data(), body_.size(), &n)) {
+      if (!wire::DecodeNotify(req.data(), req.size(), &n)) {
         CloseStream("protocol error: malformed NOTIFY", true);
         return false;
       }
@@ -352,7 +332,7 @@ bool TargetStream::OnHello() {
   wire::Hello hello;
   wire::HelloAck ack;
   Status s = FAILED;
-  if (!wire::DecodeHello(body_.data(), body_.size(), &hello)) {
+  if (!wire::DecodeHello(reader_.body().data(), reader_.body().size(), &hello)) {
     ack.reason = "malformed HELLO";
   } else {
     who_ = hello.initiator + " (" + peer_ + ")";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "memory/registry.h"
+#include "transport/tcp/frame_reader.h"
 #include "transport/tcp/io_worker.h"
 #include "transport/tcp/iov.h"
 #include "transport/tcp/target_context.h"
@@ -89,14 +90,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // per frame, is fine enough for the stall check.
   std::chrono::steady_clock::time_point now_;
 
-  enum class Rx { kHeader, kBody, kPayload, kDiscard };
-  Rx rx_ = Rx::kHeader;
-  RxBuffer rxbuf_;
-  wire::FrameHeader cur_;
-  std::vector<uint8_t> body_;
-  std::vector<iovec> body_iov_;
-  IovCursor part_;
-  size_t part_left_ = 0;
+  FrameReader reader_;
+  wire::FrameHeader cur_;  // of the request being read
   std::vector<wire::Segment> segs_;
   std::vector<iovec> payload_iov_;
   PinSet payload_pins_;           // regions the current WRITE lands in
