@@ -23,20 +23,32 @@ TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
   }
   // The callback owns `t` until it runs, which breaks the t -> done -> t cycle.
   t->done->SetOnFinish([t] {
-    Status s = SUCCESS;
-    t->done->Poll(&s);
-    if (s != SUCCESS) {
-      t->link->data().Cancel(t->done.get());
-      if (t->relay) t->relay->Cancel();
-      HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t->id),
-                t->link->name.c_str(), s);
-    }
-    t->pins.Release();
-    t->relay.reset();
-    t->link.Reset();
-    t->status.store(ToTransferStatus(s));
+    int submitting = AsyncTransfer::kSubmitting;
+    if (t->stage.compare_exchange_strong(submitting, AsyncTransfer::kFinishedEarly)) return;  // Submitted releases
+    Release(*t);
   });
   return reinterpret_cast<TransferReq>(static_cast<uintptr_t>(t->id));
+}
+
+void AsyncTransfers::Submitted(const std::shared_ptr<AsyncTransfer> &t) {
+  int submitting = AsyncTransfer::kSubmitting;
+  if (t->stage.compare_exchange_strong(submitting, AsyncTransfer::kSubmitted)) return;  // still running
+  Release(*t);  // it finished while its frames were being handed over
+}
+
+void AsyncTransfers::Release(AsyncTransfer &t) {
+  Status s = SUCCESS;
+  t.done->Poll(&s);
+  if (s != SUCCESS) {
+    t.link->data().Cancel(t.done.get());
+    if (t.relay) t.relay->Cancel();
+    HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t.id),
+              t.link->name.c_str(), s);
+  }
+  t.pins.Release();
+  t.relay.reset();
+  t.link.Reset();
+  t.status.store(ToTransferStatus(s));
 }
 
 Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {

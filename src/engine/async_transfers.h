@@ -35,13 +35,22 @@ struct AsyncTransfer {
   std::shared_ptr<Relay> relay;  // pieces going through the buffer pool, if any
   std::shared_ptr<Completion> done = std::make_shared<Completion>();
   std::atomic<TransferStatus> status{TransferStatus::WAITING};
+  // A request can finish (time out, or fail on a stream that closed) while
+  // TransferAsync is still handing its frames to the streams. Its release
+  // (cancel, unpin, status) then waits for the hand-off to end, or frames
+  // queued after the cancel would still move the caller's bytes.
+  enum Stage : int { kSubmitting, kSubmitted, kFinishedEarly };
+  std::atomic<int> stage{kSubmitting};
 };
 
 class AsyncTransfers {
  public:
   // Registers `t` (assigning its id) and arms its completion: when it
-  // finishes, the rest is cancelled, pins and link released, status set.
+  // finishes, the rest is cancelled, pins and link released, status set,
+  // but not before Submitted(t).
   TransferReq Add(const std::shared_ptr<AsyncTransfer> &t);
+  // Every frame of `t` has been handed to its streams.
+  static void Submitted(const std::shared_ptr<AsyncTransfer> &t);
   // PARAM_INVALID for an unknown or already reported request.
   Status Query(TransferReq req, TransferStatus *status);
   void QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results);
@@ -52,6 +61,8 @@ class AsyncTransfers {
 
  private:
   std::vector<std::shared_ptr<AsyncTransfer>> Waiting(bool overdue_only);
+  // Cancels what is left of a finished request, releases it, sets status.
+  static void Release(AsyncTransfer &t);
   // A waiting request: times it out when overdue, otherwise helps it along.
   void Poll(AsyncTransfer &t);
 

@@ -118,7 +118,7 @@ class Engine : public tcp::TargetContext {
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
   // (logged) names the first bad descriptor. Pieces with registered local
   // memory go to `direct`, the others (buffer pool on) to `relayed`.
-  Status PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
+  Status PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
                       PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed);
   // The relay for the pieces that go through the buffer pool (nullptr when
   // there are none); it adds its part to `done` but does not run yet.
@@ -131,7 +131,7 @@ class Engine : public tcp::TargetContext {
   void StartBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<Piece> &direct,
                   const std::shared_ptr<Relay> &relay,
                   const std::shared_ptr<Completion> &done, Deadline deadline, bool caller_waits);
-  Status RefreshRemoteRegions(Link &link, Deadline deadline);
+  Status RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline deadline);
   // Waits for `done`; on failure or timeout cancels what is left of it on
   // `channel` (the link's data path, or its TCP link for control messages).
   Status Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline, Relay *relay = nullptr);

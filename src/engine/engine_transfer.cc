@@ -24,34 +24,37 @@ Status Engine::CheckTransferArgs(const char *call, const std::string &remote, Tr
   return SUCCESS;
 }
 
-Status Engine::RefreshRemoteRegions(Link &link, Deadline deadline) {
+Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline deadline) {
   auto done = std::make_shared<Completion>();
   auto result = std::make_shared<std::string>("no reply");
   auto req = tcp::MakeRequest(wire::MsgType::kRegionsReq, {}, done);
   // Applied on the I/O thread, in stream order: a REVOKE that the target
-  // sends after this reply is applied after it, never before.
-  RemoteRegions *regions = &link.remote_regions;
-  std::string name = link.name;
-  req->on_reply = [result, regions, name](std::vector<uint8_t> &&body) {
+  // sends after this reply is applied after it, never before. The reply may
+  // be applied after this call gave up waiting, by when the link may be
+  // gone: hence the weak reference.
+  std::weak_ptr<Link> weak = link;
+  req->on_reply = [result, weak](std::vector<uint8_t> &&body) {
+    auto l = weak.lock();
+    if (l == nullptr) return;
     std::vector<wire::RegionInfo> table;
     if (!wire::DecodeRegions(body.data(), body.size(), &table)) {
-      HIXL_LOGE("%s: malformed region table from the peer", name.c_str());
+      HIXL_LOGE("%s: malformed region table from the peer", l->name.c_str());
       *result = "malformed";
       return;
     }
-    regions->Replace(std::move(table));
+    l->remote_regions.Replace(std::move(table));
     *result = "ok";
   };
-  link.tcp->SubmitControl(std::move(req));
-  Status s = Finish(*link.tcp, done, deadline);
+  link->tcp->SubmitControl(std::move(req));
+  Status s = Finish(*link->tcp, done, deadline);
   if (s != SUCCESS) return s;
   return *result == "ok" ? SUCCESS : FAILED;
 }
 
-Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
+Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
                             PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
-  BatchCheck check(*table, link.remote_regions, pool_.enabled());
+  BatchCheck check(*table, link->remote_regions, pool_.enabled());
   bool refreshed = false;
   for (size_t from = 0;;) {
     BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
@@ -71,17 +74,17 @@ Status Engine::PrepareBatch(Link &link, TransferOp op, const std::vector<Transfe
       case BatchCheck::Verdict::kBadDescriptor:
         HIXL_LOGE("Transfer %s %s: descriptor %zu (local=0x%" PRIxPTR " remote=0x%" PRIxPTR
                   " len=%zu) is empty, null or wraps around",
-                  OpName(op), link.name.c_str(), r.index, d.local_addr, d.remote_addr, d.len);
+                  OpName(op), link->name.c_str(), r.index, d.local_addr, d.remote_addr, d.len);
         break;
       case BatchCheck::Verdict::kLocalUnregistered:
         HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is not inside a registered region "
                   "(and the buffer pool is off)",
-                  OpName(op), link.name.c_str(), r.index, d.local_addr, d.len);
+                  OpName(op), link->name.c_str(), r.index, d.local_addr, d.len);
         break;
       default:
         HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "
                   "registered at the remote; nothing of the batch was moved",
-                  OpName(op), link.name.c_str(), r.index, d.remote_addr, d.len);
+                  OpName(op), link->name.c_str(), r.index, d.remote_addr, d.len);
         break;
     }
     return PARAM_INVALID;
@@ -134,7 +137,7 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   if (s != SUCCESS) return s;
   PinSet pins;
   std::vector<Piece> direct, relayed;
-  s = PrepareBatch(*link, op, descs, deadline, &pins, &direct, &relayed);
+  s = PrepareBatch(link.shared(), op, descs, deadline, &pins, &direct, &relayed);
   if (s != SUCCESS) return s;
   auto done = std::make_shared<Completion>();
   auto relay = MakeRelay(link.shared(), op, std::move(relayed), done, deadline);
@@ -164,7 +167,7 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   s = UseLink("TransferAsync", key, setup, &t->link);
   if (s != SUCCESS) return s;
   std::vector<Piece> direct, relayed;
-  s = PrepareBatch(*t->link, op, descs, setup, &t->pins, &direct, &relayed);
+  s = PrepareBatch(t->link.shared(), op, descs, setup, &t->pins, &direct, &relayed);
   if (s != SUCCESS) return s;
   // The relay is set before the request is armed: its completion cancels it.
   std::shared_ptr<Link> link = t->link.shared();
@@ -173,6 +176,7 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   t->relay = relay;
   req = async_.Add(t);
   StartBatch(link, op, direct, relay, t->done, t->deadline, /*caller_waits=*/false);
+  AsyncTransfers::Submitted(t);
   return SUCCESS;
 }
 

@@ -6,6 +6,10 @@ namespace hixl {
 
 Status NotifyInbox::Push(uint64_t link, std::string name, std::string msg) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() >= kMaxUnread) {
+    HIXL_LOGW("notify '%s' refused: %zu notifies are unread", name.c_str(), entries_.size());
+    return NOTIFY_FAILED;
+  }
   size_t &n = unread_[link];
   if (n >= kMaxUnreadPerLink) {
     HIXL_LOGW("notify '%s' refused: link %llx already has %zu unread notifies", name.c_str(),

@@ -13,10 +13,13 @@ namespace hixl {
 
 class NotifyInbox {
  public:
-  // Unread notifies one link may have before further ones are refused.
+  // Unread notifies one link may have before further ones are refused; and
+  // all links together (a peer names its links, so it could open many).
   static constexpr size_t kMaxUnreadPerLink = 4096;
+  static constexpr size_t kMaxUnread = 65536;
 
-  // SUCCESS, or NOTIFY_FAILED when `link` already has kMaxUnreadPerLink unread.
+  // SUCCESS, or NOTIFY_FAILED when `link` already has kMaxUnreadPerLink
+  // unread, or the inbox kMaxUnread.
   Status Push(uint64_t link, std::string name, std::string msg);
   // Every notify received so far, in arrival order; the inbox forgets them.
   std::vector<NotifyDesc> Drain();

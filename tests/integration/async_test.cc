@@ -278,6 +278,91 @@ TEST_P(AsyncTcpTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
   peer_.Kill(SIGCONT);
 }
 
+TEST_P(AsyncTest, ARequestThatTimesOutWhileBeingSubmittedLeavesTheBufferAlone) {
+  // Handing 200,000 descriptors to the link takes longer than the 1 ms
+  // deadline, so the request finishes while TransferAsync is still
+  // submitting it. Once it is reported finished, nothing more may land in
+  // the caller's buffer, not even from frames submitted after the deadline.
+  Restart(ResourceConfig("{\"async_transfer.timeout_ms\": 1}"));
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kN = 200000, kSeg = 64, kStride = 128;
+  static_assert(kN * kStride <= kLen);
+  std::memset(local_->data(), 7, kN * kStride);
+  ASSERT_EQ(Transfer(hixl::WRITE, {{local_->addr(), remote_addr_, kN * kStride}}, 10000), hixl::SUCCESS);
+  std::memset(local_->data(), 0, kN * kStride);
+  std::vector<hixl::TransferOpDesc> d;
+  for (size_t i = 0; i < kN; ++i) d.push_back({local_->addr() + i * kStride, remote_addr_ + i * kStride, kSeg});
+  std::atomic<int> seen{-1};
+  std::thread watcher([&] {
+    // A caller that polls everything and reuses a buffer as soon as its
+    // request is reported finished.
+    auto t0 = std::chrono::steady_clock::now();
+    while (SecondsSince(t0) < 10) {
+      hixl::GetTransferStatusArgs args;
+      std::vector<hixl::TransferResult> results;
+      engine_.GetTransferStatus(args, results);
+      for (const auto &r : results) {
+        if (r.status == hixl::TransferStatus::WAITING) continue;
+        std::memset(local_->data(), 0, kN * kStride);
+        seen = static_cast<int>(r.status);
+        return;
+      }
+    }
+  });
+  hixl::TransferReq req = nullptr;
+  hixl::TransferArgs args;
+  EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::READ, d, args, req), hixl::SUCCESS);
+  watcher.join();
+  ASSERT_NE(seen.load(), -1) << "the request was never reported finished";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  size_t landed = 0;
+  for (size_t i = 0; i < kN * kStride; ++i) landed += local_->data()[i] == 7;
+  EXPECT_EQ(landed, 0u) << "bytes landed after the request was reported finished (status " << seen.load() << ")";
+}
+
+TEST_P(AsyncTcpTest, CallsThatTimeOutDoNotHurtOtherThreadsOnTheLink) {
+  // One thread's calls keep timing out (1-3 ms for 16 MiB), which cancels
+  // them mid-flight and may close the streams they were on; another
+  // thread's small calls on the same link go on meanwhile. Nothing may
+  // crash, and whatever the second thread's calls report as done must be.
+  Restart({{hixl::OPTION_AUTO_CONNECT, "1"}});
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr size_t kSlice = 16u << 20;
+  static_assert(2 * kSlice <= kLen);
+  std::atomic<int> ok{0}, mismatches{0};
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  std::thread small([&] {
+    uint8_t *buf = local_->data();
+    for (int it = 0; it < 100000 && std::chrono::steady_clock::now() < end; ++it) {
+      size_t n = 4096 + static_cast<size_t>(it % 7) * 10000;
+      std::memset(buf, it & 0xff, n);
+      std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, n}};
+      if (Transfer(hixl::WRITE, d, 2000) != hixl::SUCCESS) continue;
+      std::memset(buf, 0, n);
+      if (Transfer(hixl::READ, d, 2000) != hixl::SUCCESS) continue;
+      for (size_t i = 0; i < n; ++i) {
+        if (buf[i] != static_cast<uint8_t>(it & 0xff)) {
+          ++mismatches;
+          break;
+        }
+      }
+      ++ok;
+    }
+  });
+  std::thread cancelled([&] {
+    std::vector<hixl::TransferOpDesc> d{{local_->addr() + kSlice, remote_addr_ + kSlice, kSlice}};
+    for (int it = 0; it < 100000 && std::chrono::steady_clock::now() < end; ++it) {
+      Transfer(it % 2 ? hixl::READ : hixl::WRITE, d, 1 + it % 3);
+    }
+  });
+  small.join();
+  cancelled.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, d, 3000), hixl::SUCCESS);
+}
+
 TEST_P(AsyncTest, PeerKilledWithTransfersInFlight) {
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   std::vector<hixl::TransferReq> reqs;

@@ -5,9 +5,12 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -291,6 +294,146 @@ TEST_P(FailureTest, GarbageOnTheListeningPortLeavesGoodClientsWorking) {
   ASSERT_EQ(other.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", {}), hixl::SUCCESS);
   EXPECT_EQ(other.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
   other.Finalize();
+}
+
+// Reads exactly `n` bytes from a blocking socket, or gives up at `deadline`.
+bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_point deadline) {
+  size_t off = 0;
+  while (off < n) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    timeval tv{static_cast<time_t>(left.count() / 1000), static_cast<suseconds_t>((left.count() % 1000) * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ssize_t r = recv(fd, static_cast<uint8_t *>(p) + off, n - off, 0);
+    if (r <= 0) return false;
+    off += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// A raw stream that has completed its handshake with `target`, or -1.
+int RawHandshake(const std::string &target, uint64_t nonce) {
+  int fd = RawConnect(target);
+  if (fd < 0) return -1;
+  hixl::wire::Hello hello;
+  hello.initiator = "raw";
+  hello.target = target;
+  hello.link_nonce = nonce;
+  std::vector<uint8_t> body;
+  hixl::wire::EncodeHello(hello, &body);
+  hixl::wire::FrameHeader h;
+  h.type = hixl::wire::MsgType::kHello;
+  auto f = Frame(h, body);
+  uint8_t hdr[hixl::wire::kHeaderSize];
+  hixl::wire::FrameHeader ack;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::vector<uint8_t> ack_body;
+  bool ok = send(fd, f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size()) &&
+            RecvExactly(fd, hdr, sizeof(hdr), deadline) &&
+            hixl::wire::DecodeHeader(hdr, &ack) == hixl::wire::HeaderError::kOk &&
+            (ack_body.resize(ack.body_len), RecvExactly(fd, ack_body.data(), ack_body.size(), deadline)) &&
+            ack.status == hixl::SUCCESS;
+  if (!ok) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::vector<uint8_t> ReadRequest(uint64_t id, const std::vector<hixl::wire::Segment> &segs) {
+  std::vector<uint8_t> body;
+  hixl::wire::EncodeSegments(segs.data(), segs.size(), &body);
+  hixl::wire::FrameHeader h;
+  h.type = hixl::wire::MsgType::kReadReq;
+  h.req_id = id;
+  return Frame(h, body);
+}
+
+bool SendAll(int fd, const std::vector<uint8_t> &bytes) {
+  for (size_t off = 0; off < bytes.size();) {
+    ssize_t n = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+TEST_P(FailureTcpTest, TargetServesRequestsThatWaitedBehindAFullReplyQueue) {
+  // 64 READs fill the target's reply queue while the peer reads nothing;
+  // ten more arrive meanwhile and sit read but unserved. Once the replies
+  // drain, those ten must be served although no new byte arrives.
+  int fd = RawHandshake(remote_, 77);
+  ASSERT_GE(fd, 0);
+  constexpr int kFirst = 64, kSecond = 10;
+  constexpr size_t kLen = 1u << 20;
+  std::vector<uint8_t> first, second;
+  for (int i = 0; i < kFirst + kSecond; ++i) {
+    auto f = ReadRequest(static_cast<uint64_t>(i + 1), {{remote_addr_, kLen}});
+    (i < kFirst ? first : second).insert((i < kFirst ? first : second).end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE(SendAll(fd, first));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(SendAll(fd, second));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<uint8_t> payload(kLen);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int got = 0;
+  for (; got < kFirst + kSecond; ++got) {
+    uint8_t hdr[hixl::wire::kHeaderSize];
+    hixl::wire::FrameHeader r;
+    if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+        hixl::wire::DecodeHeader(hdr, &r) != hixl::wire::HeaderError::kOk) {
+      break;
+    }
+    EXPECT_EQ(r.req_id, static_cast<uint64_t>(got + 1));
+    EXPECT_EQ(r.status, hixl::SUCCESS);
+    ASSERT_EQ(r.payload_len, kLen);
+    if (!RecvExactly(fd, payload.data(), kLen, deadline)) break;
+  }
+  close(fd);
+  EXPECT_EQ(got, kFirst + kSecond);
+}
+
+long PeerRssMiB(pid_t pid) {
+  std::FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::atol(line + 6);
+  }
+  std::fclose(f);
+  return kib < 0 ? -1 : kib / 1024;
+}
+
+TEST_P(FailureTcpTest, SmallSegmentReadsDoNotMultiplyTheTargetsMemory) {
+  // Each READ names the same KiB 65536 times: 1 MiB of request for 64 MiB of
+  // reply. A peer that never reads the replies must not make the target
+  // hold one 64 MiB copy per request.
+  int fd = RawHandshake(remote_, 78);
+  ASSERT_GE(fd, 0);
+  const long before = PeerRssMiB(peer_.pid());
+  ASSERT_GT(before, 0);
+  std::vector<hixl::wire::Segment> segs(hixl::wire::kMaxSegmentsPerFrame, hixl::wire::Segment{remote_addr_, 1024});
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 16; ++i) {
+    auto f = ReadRequest(static_cast<uint64_t>(i + 1), segs);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  // The target may stop reading (that is the point): do not wait for it.
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  SendAll(fd, all);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const long after = PeerRssMiB(peer_.pid());
+  close(fd);
+  // 16 requests of 64 MiB each would be 1 GiB; what is allowed is a few
+  // replies' worth of queued iovec lists and copies.
+  EXPECT_LT(after - before, 200) << "peer RSS went from " << before << " to " << after << " MiB";
+  // And the engine still serves well-behaved callers.
+  FillPattern(local_->data(), 4096, 3);
+  std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote_addr_, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);

@@ -1,5 +1,8 @@
-// io_worker_test.cc: IoWorker's posted and timed tasks.
+// io_worker_test.cc: IoWorker's posted and timed tasks, and the pollables it
+// owns.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -76,6 +79,48 @@ TEST(IoWorkerTest, TimedTasksAfterStopAreDropped) {
   w.PostAt(Clock::now(), [&] { ran = true; });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(ran);
+}
+
+// Closes its fd and leaves the worker on its first event, as a stream whose
+// peer hung up at once does.
+class SelfClosing : public Pollable {
+ public:
+  SelfClosing(int fd, IoWorker *w, std::atomic<int> *shut) : fd_(fd), w_(w), shut_(shut) {}
+  int fd() const override { return fd_; }
+  void OnEvents(uint32_t) override {
+    if (fd_ < 0) return;
+    w_->Remove(this, fd_);
+    close(fd_);
+    fd_ = -1;
+  }
+  void OnShutdown() override {
+    ++*shut_;
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  IoWorker *w_;
+  std::atomic<int> *shut_;
+};
+
+TEST(IoWorkerTest, APollableThatLeavesOnItsFirstEventIsNotKeptByTheWorker) {
+  // Add registers the fd and hands ownership to the worker thread; a Remove
+  // from a first event that comes in between must still find it owned.
+  IoWorker w("test worker");
+  ASSERT_TRUE(w.Start());
+  std::atomic<int> shut{0};
+  constexpr int kN = 5000;
+  for (int i = 0; i < kN; ++i) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    close(sv[1]);  // sv[0] is readable (EOF) at once
+    w.Add(std::make_shared<SelfClosing>(sv[0], &w, &shut), EPOLLIN);
+  }
+  EXPECT_TRUE(WaitUntil([&] { return w.load() == 0; })) << w.load() << " of " << kN << " still owned";
+  w.Stop();
+  EXPECT_EQ(shut.load(), 0);  // none was left for Stop to shut down
 }
 
 }  // namespace

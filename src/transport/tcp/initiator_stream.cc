@@ -462,12 +462,12 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
     inbox_closed_ = true;
   }
   queued_.store(0, std::memory_order_relaxed);
+  worker_->Remove(this, fd_);  // before close: see IoWorker::Remove
   shutdown(fd_, SHUT_RDWR);
-  close(fd_);  // also removes the fd from the worker's epoll set
+  close(fd_);
   fd_ = -1;
   polled_fd_.store(-1);
   closed_.store(true);
-  worker_->Remove(this);
 }
 
 void InitiatorStream::Complete(FinishedList *fin) {

@@ -51,22 +51,30 @@ void IoWorker::Stop() {
 }
 
 void IoWorker::Add(std::shared_ptr<Pollable> p, uint32_t events) {
-  // Register with epoll at once, from this thread, so that the pollable can
-  // Modify its interest right away; the posted task only takes ownership.
-  // Until it runs, the task's copy of `p` keeps the object alive.
+  // Ownership is posted before the fd is registered, so that a Remove from
+  // a first event (a peer that connects and hangs up at once) is queued
+  // after it; registering from this thread lets the pollable Modify its
+  // interest right away. Until the task runs, its copy of `p` keeps the
+  // object alive.
+  load_.fetch_add(1, std::memory_order_relaxed);
+  Post([this, p]() mutable { owned_[p.get()] = std::move(p); });
   epoll_event ev{};
   ev.events = events;
   ev.data.ptr = p.get();
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, p->fd(), &ev) != 0) {
     HIXL_LOGE("%s: epoll_ctl(ADD fd=%d) failed: %s", name_.c_str(), p->fd(), std::strerror(errno));
-    Post([p] { p->OnShutdown(); });
-    return;
+    Pollable *raw = p.get();
+    Post([this, p = std::move(p), raw] {
+      p->OnShutdown();
+      if (owned_.erase(raw) != 0) load_.fetch_sub(1, std::memory_order_relaxed);
+    });
   }
-  load_.fetch_add(1, std::memory_order_relaxed);
-  Post([this, p = std::move(p)]() mutable { owned_[p.get()] = std::move(p); });
 }
 
-void IoWorker::Remove(Pollable *p) {
+void IoWorker::Remove(Pollable *p, int fd) {
+  if (fd >= 0 && epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+    HIXL_LOGW("%s: epoll_ctl(DEL fd=%d) failed: %s", name_.c_str(), fd, std::strerror(errno));
+  }
   Post([this, p] {
     if (owned_.erase(p) != 0) load_.fetch_sub(1, std::memory_order_relaxed);
   });

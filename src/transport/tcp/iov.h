@@ -99,8 +99,12 @@ class BufferCache {
 // byte: a frame whose segments average at most this many bytes is copied
 // into (or out of) one contiguous buffer and moved with a single iovec.
 constexpr size_t kCoalesceAvgBytes = 1024;
+// No copy beyond this size (our own frames are at most 4 MiB): a peer's
+// READ of 65536 segments over the same KiB would otherwise make the target
+// allocate 64 MiB for a 1 MiB request.
+constexpr size_t kCoalesceMaxBytes = 4u << 20;
 inline bool Coalesce(size_t bytes, size_t segments) {
-  return segments > 1 && bytes <= kCoalesceAvgBytes * segments;
+  return segments > 1 && bytes <= kCoalesceAvgBytes * segments && bytes <= kCoalesceMaxBytes;
 }
 // Copies the bytes `src` describes into `dst` (IovBytes(src) bytes).
 void GatherInto(const std::vector<iovec> &src, uint8_t *dst);

@@ -13,10 +13,12 @@
 namespace hixl::tcp {
 namespace {
 
-// Replies queued beyond this stop the stream from reading more requests, so
-// that a peer which sends READs and never reads replies cannot pin memory
-// without bound.
+// Replies queued beyond this count, or holding more than this much memory
+// (copies of small segments, iovec lists), stop the stream from reading more
+// requests, so that a peer which sends READs and never reads the replies
+// cannot pin or allocate memory without bound.
 constexpr size_t kMaxQueuedReplies = 64;
+constexpr size_t kMaxQueuedReplyBytes = 16u << 20;
 constexpr uint32_t kMaxHelloBody = 4096;
 
 std::string Hex(uint64_t v) {
@@ -54,9 +56,18 @@ void TargetStream::OnEvents(uint32_t events) {
   if (events & EPOLLOUT) Send();
   if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
     last_rx_ = now_;
+    reader_.Rearm();  // the socket was reported readable
+    Recv();
+  } else if (fd_ >= 0 && held_ && !Backlogged()) {
+    // Requests already read stopped for backpressure; their bytes are in
+    // the reader, not the socket, so no EPOLLIN will come for them.
     Recv();
   }
   if (fd_ >= 0) UpdateInterest();
+}
+
+bool TargetStream::Backlogged() const {
+  return tx_.size() >= kMaxQueuedReplies || tx_bytes_ >= kMaxQueuedReplyBytes;
 }
 
 void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
@@ -86,19 +97,20 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
     HIXL_LOGI("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
   }
   tx_.clear();
+  tx_bytes_ = 0;
   payload_pins_.Release();
-  close(fd_);  // also leaves the worker's epoll set
+  worker_->Remove(this, fd_);  // before close: see IoWorker::Remove
+  close(fd_);
   fd_ = -1;
   // A closed peer cannot hold a stale region any more: its revocations are done.
   for (uint64_t id : revokes_) ctx_->OnRevokeAck(id);
   revokes_.clear();
   if (control_) ctx_->OnControlStreamClosed(this);
-  worker_->Remove(this);
 }
 
 void TargetStream::UpdateInterest() {
   uint32_t want = 0;
-  if (!close_after_flush_ && tx_.size() < kMaxQueuedReplies) want |= EPOLLIN;
+  if (!close_after_flush_ && !Backlogged()) want |= EPOLLIN;
   if (!tx_.empty()) want |= EPOLLOUT;
   if (want != interest_ && worker_->Modify(this, want)) interest_ = want;
 }
@@ -108,6 +120,7 @@ void TargetStream::Send() {
   IoResult r = SendCursors(fd_, tx_.size(), [this](size_t i) { return &tx_[i]->cursor; });
   bool progressed = false;
   while (!tx_.empty() && tx_.front()->cursor.done()) {
+    tx_bytes_ -= tx_.front()->bytes;
     buffers_.Give(std::move(tx_.front()->owned));
     tx_.pop_front();  // releases the pins of a READ reply
     progressed = true;
@@ -158,14 +171,31 @@ void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_
   r->out.insert(r->out.end(), payload.begin(), payload.end());
   r->cursor.Reset(&r->out);
   r->pins = std::move(pins);
+  r->bytes = r->owned.size() + r->out.size() * sizeof(iovec);
+  tx_bytes_ += r->bytes;
   tx_.push_back(std::move(r));
 }
 
 void TargetStream::Recv() {
-  reader_.Rearm();  // the socket was reported readable
+  for (;;) {
+    held_ = false;
+    ReadRequests();
+    if (fd_ < 0 || close_after_flush_) return;
+    if (!tx_.empty()) Send();
+    // Sending made room for the requests already read: go on with them (no
+    // EPOLLIN would come for them: they are no longer in the socket).
+    if (fd_ < 0 || !held_ || Backlogged()) return;
+  }
+}
+
+void TargetStream::ReadRequests() {
   while (fd_ >= 0 && !close_after_flush_) {
-    // Backpressure: stop taking requests while replies pile up.
-    if (reader_.at_header() && tx_.size() >= kMaxQueuedReplies) return;
+    // Backpressure: stop taking requests while replies pile up; OnEvents
+    // comes back here when Send has made room.
+    if (reader_.at_header() && Backlogged()) {
+      held_ = true;
+      break;
+    }
     FrameReader::Part done;
     IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;
@@ -198,7 +228,6 @@ void TargetStream::Recv() {
         break;
     }
   }
-  if (fd_ >= 0 && !close_after_flush_ && !tx_.empty()) Send();
 }
 
 bool TargetStream::OnHeader() {

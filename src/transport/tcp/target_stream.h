@@ -56,9 +56,12 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
     IovCursor cursor;
     PinSet pins;                 // regions a READ reply sends from
     ByteBuffer owned;            // or a copy of them (small segments)
+    size_t bytes = 0;            // memory it holds: the copy and the iovecs
   };
 
-  void Recv();
+  void Recv();          // reads and serves requests, sends the replies
+  void ReadRequests();  // until EAGAIN, Backlogged or close
+  bool Backlogged() const;  // enough replies queued: read no more requests
   bool OnHeader();                   // false: closed
   bool OnRequest();                  // body complete; false: closed
   bool OnHello();
@@ -100,6 +103,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   bool write_staged_ = false;
 
   std::deque<std::unique_ptr<Reply>> tx_;
+  size_t tx_bytes_ = 0;  // the `bytes` of tx_
+  bool held_ = false;    // Recv stopped for Backlogged (input may be buffered)
   BufferCache buffers_;  // for small-segment READ replies
 };
 
