@@ -296,6 +296,27 @@ TEST_P(FailureTest, GarbageOnTheListeningPortLeavesGoodClientsWorking) {
   other.Finalize();
 }
 
+TEST_P(FailureTcpTest, AWriteThatTimesOutMidFrameLeavesTheLinkWorking) {
+  // 32 MiB cannot go in 1-3 ms: the calls time out with a frame half sent.
+  // The stream must go on (no AutoConnect here: had it been closed, the
+  // small calls after it would fail), and the small calls' data must land.
+  const size_t kCut = 32u << 20, kSmall = 4096, kSmallBase = 40u << 20;
+  std::vector<hixl::TransferOpDesc> big{{local_->addr(), remote_addr_, kCut}};
+  int timeouts = 0;
+  for (int i = 0; i < 20; ++i) {
+    hixl::Status s = Transfer(hixl::WRITE, big, 1 + i % 3);
+    EXPECT_TRUE(s == hixl::TIMEOUT || s == hixl::SUCCESS) << "round " << i << ": " << s;
+    timeouts += s == hixl::TIMEOUT;
+    const size_t off = kSmallBase + static_cast<size_t>(i) * kSmall;
+    FillPattern(local_->data() + off, kSmall, static_cast<uint64_t>(i));
+    std::vector<hixl::TransferOpDesc> w{{local_->addr() + off, remote_addr_ + off, kSmall}};
+    ASSERT_EQ(Transfer(hixl::WRITE, w, 3000), hixl::SUCCESS) << "round " << i;
+    EXPECT_EQ(peer_.HashOf(remote_id_, off, kSmall), Hash(local_->data() + off, kSmall)) << "round " << i;
+  }
+  EXPECT_GT(timeouts, 0);
+  ExpectLocalBufferQuiet();
+}
+
 // Reads exactly `n` bytes from a blocking socket, or gives up at `deadline`.
 bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_point deadline) {
   size_t off = 0;

@@ -236,10 +236,9 @@ void InitiatorStream::Cancel(const Completion *c) {
       inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() == c; }),
                    inbox_.end());
     }
-    bool cut_write = false;
     for (size_t i = 0; i < q_.size();) {
       Request *r = q_[i].get();
-      if (r->done.get() != c) {
+      if (r->done.get() != c || r->abandoned) {
         ++i;
         continue;
       }
@@ -248,20 +247,45 @@ void InitiatorStream::Cancel(const Completion *c) {
         q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(i));  // never reached the wire
         continue;
       }
-      if (!r->out_cursor.done() && !r->payload.empty()) {
-        cut_write = true;  // the target would take whatever comes next as its data
-        break;
-      }
+      if (!r->out_cursor.done() && !r->payload.empty()) PadCutWriteLocked(r);
       r->abandoned = true;
       if (i == 0 && !r->stage_in) reader_.SkipRestOfPayload();
       r->in.clear();
       ++i;
     }
     queued_.store(q_.size(), std::memory_order_relaxed);
-    if (cut_write) CloseLocked("a cancelled WRITE was cut mid-payload", &fin);
     PumpLocked(&fin);
   }
   Complete(&fin);
+}
+
+void InitiatorStream::PadCutWriteLocked(Request *r) {
+  if (!r->staged.empty()) return;  // the payload is our own copy: it may go on
+  // The target counts on payload_len bytes, so the stream must carry them,
+  // but no longer from the caller's buffers: the rest is zeros. What a WRITE
+  // that failed leaves in its remote range is unspecified anyway; closing
+  // the stream instead would fail every other request on it.
+  static uint8_t zeros[256u << 10];  // never written
+  const size_t left = r->out_cursor.left();
+  const size_t payload_left = std::min(left, IovBytes(r->payload));
+  // What is left of the header and body (the request's own memory) goes
+  // first: they are the first two entries of `out`, so within 3 iovecs.
+  iovec head[3];
+  const size_t k = r->out_cursor.Gather(head, 3);
+  std::vector<iovec> out;
+  for (size_t i = 0, need = left - payload_left; i < k && need > 0; ++i) {
+    const size_t n = std::min(head[i].iov_len, need);
+    out.push_back({head[i].iov_base, n});
+    need -= n;
+  }
+  for (size_t pad = payload_left; pad > 0;) {
+    const size_t n = std::min(pad, sizeof(zeros));
+    out.push_back({zeros, n});
+    pad -= n;
+  }
+  r->payload.clear();
+  r->out = std::move(out);
+  r->out_cursor.Reset(&r->out);
 }
 
 void InitiatorStream::Close(const char *why) {

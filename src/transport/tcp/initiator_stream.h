@@ -107,7 +107,9 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // then the caller. Returns false, leaving `reqs`, when the stream is closed.
   bool SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline);
   // After it returns, no request of `c` is sent or received into user memory
-  // any more. A WRITE cut in the middle of its payload closes the stream.
+  // any more. A WRITE cut in the middle of its payload is finished with
+  // zeros (its remote range holds no promised content), so that the stream
+  // and the other requests on it carry on.
   void Cancel(const Completion *c);
   // Fails every queued request with FAILED and closes the socket.
   void Close(const char *why);
@@ -152,7 +154,9 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // it leaves the inbox while kHoldBytes are in flight: the next reply's
   // pump sends it, in one go with whatever joins it meanwhile.
   void PumpLocked(FinishedList *fin, bool force = true);
-  void ForgetLocked(const Request &r);  // r leaves q_: its cost and reply no longer pending
+  void ForgetLocked(const Request &r);
+  // Cancel: the rest of a WRITE's payload is sent as zeros (see Cancel).
+  void PadCutWriteLocked(Request *r);  // r leaves q_: its cost and reply no longer pending
   void Complete(FinishedList *fin);
 
   // The inbox. sub_mu_ is taken inside mu_ or alone, never the other way.
