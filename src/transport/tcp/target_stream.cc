@@ -58,11 +58,15 @@ void TargetStream::OnEvents(uint32_t events) {
     last_rx_ = now_;
     reader_.Rearm();  // the socket was reported readable
     Recv();
-  } else if (fd_ >= 0 && held_ && !Backlogged()) {
-    // Requests already read stopped for backpressure; their bytes are in
-    // the reader, not the socket, so no EPOLLIN will come for them.
-    Recv();
   }
+  Settle();
+}
+
+void TargetStream::Settle() {
+  // Requests already read that stopped for backpressure go on once sending
+  // has made room: their bytes are in the reader, not the socket, so no
+  // EPOLLIN would come for them.
+  if (fd_ >= 0 && held_ && !Backlogged()) Recv();
   if (fd_ >= 0) UpdateInterest();
 }
 
@@ -149,7 +153,7 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   revokes_.push_back(id);
   now_ = std::chrono::steady_clock::now();
   Send();
-  if (fd_ >= 0) UpdateInterest();
+  Settle();
 }
 
 void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
@@ -190,8 +194,8 @@ void TargetStream::Recv() {
 
 void TargetStream::ReadRequests() {
   while (fd_ >= 0 && !close_after_flush_) {
-    // Backpressure: stop taking requests while replies pile up; OnEvents
-    // comes back here when Send has made room.
+    // Backpressure: stop taking requests while replies pile up; Recv or
+    // Settle comes back here when Send has made room.
     if (reader_.at_header() && Backlogged()) {
       held_ = true;
       break;

@@ -71,6 +71,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   void QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
                   std::vector<iovec> payload, PinSet pins, ByteBuffer owned = {});
   void Send();
+  void Settle();  // after sending: resume held requests, set epoll interest
   void UpdateInterest();
   void CloseStream(const std::string &why, bool error);
 
