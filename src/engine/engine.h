@@ -98,8 +98,9 @@ class Engine : public tcp::TargetContext {
   // SUCCESS for a positive timeout; PARAM_INVALID (logged) otherwise.
   static Status CheckTimeout(const char *call, const std::string &key, int32_t timeout_ms);
   // Opens a link to `key` and adds it to the table. ALREADY_CONNECTED when a
-  // working link exists.
-  Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline);
+  // working link exists. With `out`, the link (new or existing) is handed
+  // back in use, so that nothing can close it as idle in between.
+  Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline, LinkRef *out = nullptr);
   // The link a call to `key` should use, connecting first when AutoConnect
   // is on or the channel pool closed the link. NOT_CONNECTED, FAILED (broken
   // link, no AutoConnect) or a connect failure otherwise; all logged.

@@ -48,7 +48,7 @@ void Engine::CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *w
   links.clear();
 }
 
-Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline) {
+Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline, LinkRef *out) {
   std::vector<std::shared_ptr<Link>> stale;
   {
     std::unique_lock<std::mutex> lock(connect_mu_);
@@ -58,7 +58,10 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
       return TIMEOUT;
     }
     LinkRef current = links_.Acquire(key);
-    if (current && !current->broken()) return ALREADY_CONNECTED;
+    if (current && !current->broken()) {
+      if (out != nullptr) *out = std::move(current);
+      return ALREADY_CONNECTED;
+    }
     if (current) {
       HIXL_LOGI("Connect %s: replacing a broken link", key.c_str());
       if (auto old = links_.Remove(key, &*current)) stale.push_back(old);
@@ -98,6 +101,9 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   };
   wire::HelloAck ack;
   Status s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
+  // In use from before it is in the table: the channel pool, making room
+  // for another thread's link, never closes it before our caller has it.
+  LinkRef mine(link);
   if (s == SUCCESS) {
     link->Touch();
     std::vector<std::shared_ptr<Link>> evicted;
@@ -117,6 +123,7 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   }
   if (s == SUCCESS) {
     HIXL_LOGI("Connect %s: link up; data over %s", key.c_str(), link->data().name());
+    if (out != nullptr) *out = std::move(mine);
   }
   return s;
 }
@@ -205,10 +212,15 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
     std::string why;
     ParseEngineAddress(key, &addr, &why);  // canonical already
     HIXL_LOGI("%s %s: connecting first", call, key.c_str());
-    Status s = OpenLink(key, addr, deadline);
+    LinkRef fresh;
+    Status s = OpenLink(key, addr, deadline, &fresh);
     if (s != SUCCESS && s != ALREADY_CONNECTED) {
       HIXL_LOGE("%s %s: connecting failed with status %u", call, key.c_str(), s);
       return s;
+    }
+    if (fresh && !fresh->broken()) {
+      *out = std::move(fresh);
+      return SUCCESS;
     }
   }
   HIXL_LOGE("%s %s: the link broke again right after connecting", call, key.c_str());

@@ -600,5 +600,46 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   e.Finalize();
 }
 
+TEST(ChannelPool, ThreadsReconnectingThroughASmallPoolAllSucceed) {
+  // Eight remotes through a pool that keeps one link below its high mark of
+  // two: every call evicts and reconnects. A link one thread has just opened
+  // must not be closed as idle by another thread's connect before the first
+  // thread uses it: every call succeeds, every peer being up.
+  constexpr int kPeers = 8, kThreads = 4, kCalls = 150;
+  PeerProcess peers[kPeers];
+  uintptr_t remote[kPeers];
+  for (int i = 0; i < kPeers; ++i) {
+    ASSERT_TRUE(peers[i].Start());
+    size_t id = 0;
+    remote[i] = peers[i].AllocRegistered(4096, &id);
+    ASSERT_NE(remote[i], 0u);
+  }
+  hixl::Hixl e;
+  Options opts = ResourceConfig("{\"channel_pool.max_channel\": 8, \"channel_pool.high_waterline\": 0.25, "
+                                "\"channel_pool.low_waterline\": 0.125}");
+  opts[hixl::OPTION_AUTO_CONNECT] = "1";
+  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(opts, "tcp")), hixl::SUCCESS);
+  LocalBuffer local(4096);
+  hixl::MemDesc md{};
+  md.addr = local.addr();
+  md.len = local.size();
+  hixl::MemHandle mh;
+  ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kCalls; ++k) {
+        const int p = t + (k % 2) * kThreads;
+        std::vector<hixl::TransferOpDesc> d{{local.addr() + static_cast<uintptr_t>(t) * 64, remote[p], 64}};
+        if (e.TransferSync(peers[p].name().c_str(), hixl::WRITE, d, 3000) != hixl::SUCCESS) ++failed;
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0) << "of " << kThreads * kCalls << " calls";
+  e.Finalize();
+}
+
 }  // namespace
 }  // namespace hixl_test
