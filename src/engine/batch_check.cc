@@ -14,8 +14,9 @@ BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, siz
   if (from < descs.size()) direct->reserve(direct->size() + descs.size() - from);
   for (size_t i = from; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
+    // The batch's total must fit 64 bits too: the transports add it up.
     if (d.len == 0 || d.local_addr == 0 || d.local_addr + d.len < d.local_addr ||
-        d.remote_addr + d.len < d.remote_addr) {
+        d.remote_addr + d.len < d.remote_addr || d.len > UINT64_MAX - total_) {
       return {Verdict::kBadDescriptor, i};
     }
     RegionTable::Ref r = local_hint_ != nullptr && (*local_hint_)->Contains(d.local_addr, d.len)
@@ -27,6 +28,7 @@ BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, siz
     }
     if (r == nullptr && !pool_on_) return {Verdict::kLocalUnregistered, i};
     if (!RemoteKnown(d.remote_addr, d.len)) return {Verdict::kRemoteUnknown, i};
+    total_ += d.len;
     // Descriptors that continue the previous one on both sides become one
     // piece, if one remote region holds both: every transport then handles
     // fewer, longer segments.

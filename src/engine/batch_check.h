@@ -5,6 +5,8 @@
 // tries them first: a batch in one region costs no lookups at all.
 #pragma once
 
+#include <cstdint>
+
 #include <cstddef>
 #include <vector>
 
@@ -51,6 +53,7 @@ class BatchCheck {
   const bool pool_on_;
   RegionTable::Ref local_hint_ = nullptr;
   wire::RegionInfo last_remote_{0, 0};
+  uint64_t total_ = 0;  // bytes of the descriptors accepted so far
 };
 
 }  // namespace hixl

@@ -73,7 +73,7 @@ Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, co
     switch (r.verdict) {
       case BatchCheck::Verdict::kBadDescriptor:
         HIXL_LOGE("Transfer %s %s: descriptor %zu (local=0x%" PRIxPTR " remote=0x%" PRIxPTR
-                  " len=%zu) is empty, null or wraps around",
+                  " len=%zu) is empty, null, wraps around, or takes the batch past 2^64 bytes",
                   OpName(op), link->name.c_str(), r.index, d.local_addr, d.remote_addr, d.len);
         break;
       case BatchCheck::Verdict::kLocalUnregistered:

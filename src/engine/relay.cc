@@ -34,7 +34,7 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
   round->buffer = b;
   bool more = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (finished_ || next_ == pieces_.size()) {
       pool_->Release(b);  // cancelled or failed meanwhile, or nothing left
       return;
@@ -42,6 +42,8 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
     if (deadline_.Expired()) {
       pool_->Release(b);
       finished_ = true;
+      // Outside the lock: finishing the batch may cancel this relay.
+      lock.unlock();
       done_->PartDone(TIMEOUT);
       return;
     }
@@ -82,6 +84,7 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
   // its buffer goes back to the pool for someone else.
   if (s != SUCCESS) channel_->Cancel(round->done.get());
   bool all_done = false;
+  Status failed = SUCCESS;
   {
     std::lock_guard<std::mutex> lock(mu_);
     rounds_.erase(std::remove(rounds_.begin(), rounds_.end(), round), rounds_.end());
@@ -89,7 +92,7 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
     if (!finished_) {
       if (s != SUCCESS) {
         finished_ = true;
-        done_->PartDone(s);
+        failed = s;
       } else {
         if (!is_write_) {
           size_t at = 0;
@@ -104,6 +107,9 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
     }
   }
   pool_->Release(round->buffer);
+  // Outside the lock: finishing the batch runs its callbacks, and an async
+  // request's release cancels this relay, which takes the lock.
+  if (failed != SUCCESS) done_->PartDone(failed);
   if (all_done) done_->PartDone(SUCCESS);
 }
 

@@ -1,6 +1,7 @@
 #include "memory/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "common/log.h"
@@ -95,7 +96,10 @@ Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *h
     return RESOURCE_EXHAUSTED;
   }
   auto r = std::make_shared<Region>();
-  r->id = next_id_++;
+  // Handles are unique in the process, not only in this engine: a stale
+  // handle, or one of another engine, then never names a live region here.
+  static std::atomic<uint64_t> next_id{1};
+  r->id = next_id.fetch_add(1, std::memory_order_relaxed);
   r->addr = addr;
   r->len = len;
   r->type = type;

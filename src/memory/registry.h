@@ -94,7 +94,6 @@ class Registry {
 
   const size_t max_regions_;
   mutable std::mutex mu_;
-  uint64_t next_id_ = 1;
   std::map<uint64_t, std::shared_ptr<Region>> by_id_;
   std::map<std::pair<uintptr_t, size_t>, uint64_t> by_range_;
   // Rebuilt lazily, at the first Snapshot after a change, so that registering

@@ -133,6 +133,29 @@ TEST_P(BufferPoolTest, AsyncTransfersRelayToo) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.size()), 0);
 }
 
+TEST_P(BufferPoolTest, AsyncRelayEndsWhenThePeerDies) {
+  // A relayed round that fails finishes the request, whose release cancels
+  // the relay: that must not wait on the relay's own lock (it once hung the
+  // I/O thread, leaving the request WAITING for good).
+  Start("2:1");
+  std::vector<uint8_t> src(kRemote, 0x5a);
+  hixl::TransferReq w = nullptr;
+  ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE,
+                                  {{reinterpret_cast<uintptr_t>(src.data()), remote_addr_, src.size()}},
+                                  hixl::TransferArgs{}, w),
+            hixl::SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  peer_.Kill(SIGKILL);
+  hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+  auto t0 = std::chrono::steady_clock::now();
+  while (st == hixl::TransferStatus::WAITING && SecondsSince(t0) < 5) {
+    ASSERT_EQ(engine_.GetTransferStatus(w, st), hixl::SUCCESS);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_NE(st, hixl::TransferStatus::WAITING) << "still waiting 5 s after the peer died";
+  EXPECT_LT(SecondsSince(t0), 3.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, BufferPoolTest, AllNets(), NetName);
 
 // A relayed READ that times out never copies into the caller's memory

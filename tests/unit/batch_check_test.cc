@@ -134,6 +134,26 @@ TEST_F(BatchCheckTest, BadDescriptorsAreRefusedAtTheirIndex) {
   }
 }
 
+TEST_F(BatchCheckTest, ABatchWhoseTotalPasses2To64IsRefused) {
+  // Each descriptor fits its (huge) regions, but together they add up past
+  // 2^64 bytes, which the transports would wrap around when they sum them.
+  constexpr uintptr_t kBase = 0x10000;
+  constexpr uint64_t kHalf = 1ull << 63;
+  Registry reg(4);
+  MemHandle h = nullptr;
+  ASSERT_EQ(reg.Register(kBase, kHalf, MEM_HOST, &h), SUCCESS);
+  auto table = reg.Snapshot();
+  RemoteRegions remote;
+  remote.Replace({{kBase, kHalf}});
+  BatchCheck check(*table, remote, false);
+  PinSet pins;
+  std::vector<Piece> direct, relayed;
+  std::vector<TransferOpDesc> descs = {{kBase, kBase, kHalf}, {kBase, kBase, kHalf}, {kBase, kBase, 0x10}};
+  auto res = check.Run(descs, 0, &pins, &direct, &relayed);
+  EXPECT_EQ(res.verdict, Verdict::kBadDescriptor);
+  EXPECT_EQ(res.index, 1u);
+}
+
 TEST_F(BatchCheckTest, BadDescriptorFirst) {
   BatchCheck check(*table_, remote_, false);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0}};

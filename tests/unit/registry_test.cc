@@ -160,6 +160,23 @@ TEST(RegionTableTest, EmptyRangeNotFoundWithHintEither) {
 
 // ---------------------------------------------------------------- Registry
 
+TEST(RegistryTest, HandlesAreUniqueAcrossRegistries) {
+  // A handle of one engine (or one left over from before a Finalize) must
+  // never deregister another engine's region.
+  Registry a(4), b(4);
+  MemHandle ha = nullptr, hb = nullptr;
+  ASSERT_EQ(a.Register(0x10000, 0x1000, MEM_HOST, &ha), SUCCESS);
+  ASSERT_EQ(b.Register(0x20000, 0x1000, MEM_HOST, &hb), SUCCESS);
+  EXPECT_NE(ha, hb);
+  EXPECT_EQ(b.Revoke(ha), nullptr);  // not b's
+  EXPECT_EQ(b.size(), 1u);
+  a.Deregister(ha);
+  Registry c(4);  // a fresh engine does not hand out a's old handle again
+  MemHandle hc = nullptr;
+  ASSERT_EQ(c.Register(0x10000, 0x1000, MEM_HOST, &hc), SUCCESS);
+  EXPECT_NE(hc, ha);
+}
+
 TEST(RegistryTest, SameRangeTwiceGivesSameHandle) {
   Registry reg(256);
   MemHandle h1 = MustRegister(reg, 0x10000, 0x1000);

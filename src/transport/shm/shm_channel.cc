@@ -164,9 +164,12 @@ Status ShmChannel::Core::Copy(Job &job) {
       const Piece &p = job.pieces[piece];
       size_t take = std::min(p.len - offset, kMaxBytesPerCall - bytes);
       if (!hold.Contains(p.remote + offset, take)) {
+        // Deregistered since the batch was checked: earlier parts of it may
+        // have moved already, so this is a failure, not PARAM_INVALID
+        // (which promises that nothing moved).
         HIXL_LOGE("shm to pid %d: remote range 0x%" PRIxPTR "+%zu is no longer registered there",
                   static_cast<int>(pid), p.remote + offset, take);
-        return PARAM_INVALID;
+        return FAILED;
       }
       local[n] = {reinterpret_cast<void *>(p.local + offset), take};
       remote[n] = {reinterpret_cast<void *>(p.remote + offset), take};

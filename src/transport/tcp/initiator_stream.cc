@@ -453,6 +453,13 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
   --send_idx_;
   f.status = WireStatus(cur_.status);
+  // The batch was checked against the target's regions before it was sent:
+  // a refusal now means a region went away meanwhile, after other frames of
+  // the batch may have moved. FAILED, then: PARAM_INVALID promises that
+  // nothing did.
+  if (f.status == PARAM_INVALID && (f.req->type == wire::MsgType::kWriteReq || f.req->type == wire::MsgType::kReadReq)) {
+    f.status = FAILED;
+  }
   f.body = reader_.TakeBody();
   reader_.ExpectHeader();
   fin->push_back(std::move(f));
