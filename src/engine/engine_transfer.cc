@@ -114,11 +114,12 @@ void Engine::StartBatch(const std::shared_ptr<Link> &link, TransferOp op, const 
 Status Engine::Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline, Relay *relay) {
   Status s = done->Wait(deadline);
   if (s == SUCCESS) return s;
+  // Finished before the cancel, whose dropped parts complete as FAILED: the
+  // verdict is the timeout (unless every part completed meanwhile, in which
+  // case the completion's own verdict stands).
+  done->Finish(s);
   channel.Cancel(done.get());
   if (relay != nullptr) relay->Cancel();
-  // Cancel stops every part; one may have completed meanwhile, in which case
-  // the completion's own verdict stands.
-  done->Finish(s);
   Status final_status = s;
   done->Poll(&final_status);
   return final_status;

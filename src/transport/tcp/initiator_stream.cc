@@ -231,10 +231,13 @@ void InitiatorStream::Cancel(const Completion *c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     {
-      // Never reached the wire.
+      // Never reached the wire. Dropped requests still complete (FAILED; a
+      // no-op for a completion already finished): whoever waits on them,
+      // e.g. a relay round holding a staging buffer, must hear of it.
       std::lock_guard<std::mutex> sub(sub_mu_);
-      inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() == c; }),
-                   inbox_.end());
+      auto keep = std::stable_partition(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() != c; });
+      for (auto it = keep; it != inbox_.end(); ++it) fin.push_back(Finished{std::move(*it), FAILED, {}});
+      inbox_.erase(keep, inbox_.end());
     }
     for (size_t i = 0; i < q_.size();) {
       Request *r = q_[i].get();
@@ -244,6 +247,7 @@ void InitiatorStream::Cancel(const Completion *c) {
       }
       if (i >= send_idx_ && !r->out_cursor.started()) {
         ForgetLocked(*r);
+        fin.push_back(Finished{std::move(q_[i]), FAILED, {}});
         q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(i));  // never reached the wire
         continue;
       }
