@@ -369,6 +369,14 @@ bool TargetStream::OnHello() {
     ack.reason = "malformed HELLO";
   } else {
     who_ = hello.initiator + " (" + peer_ + ")";
+    if (hello.stream_index == 0) {
+      // Counted among the peers to revoke from before it gets the region
+      // table: a DeregisterMem from now on reaches it (its REVOKE is posted
+      // to this thread, so it follows the HELLO_ACK), and one before left
+      // the region out of the table.
+      control_ = true;
+      ctx_->OnControlStream(shared_from_this(), hello);
+    }
     s = ctx_->OnHello(hello, &ack);
   }
   std::vector<uint8_t> body;
@@ -381,10 +389,6 @@ bool TargetStream::OnHello() {
     return false;
   }
   hello_done_ = true;
-  if (hello.stream_index == 0) {
-    control_ = true;
-    ctx_->OnControlStream(shared_from_this(), hello);
-  }
   link_key_ = hello.link_nonce;
   heartbeat_ms_ = hello.heartbeat_ms;
   HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,
