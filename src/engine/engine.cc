@@ -89,6 +89,10 @@ void Engine::Shutdown() {
   }
   if (housekeeper_.joinable()) housekeeper_.join();
   connect_pool_.Stop();
+  // Peers on this host copy into our memory themselves: they forget every
+  // region before Finalize returns, since the memory may be freed then.
+  // (Without such peers this returns at once.)
+  for (const auto &region : registry_.Export()) revocation_.RevokeEverywhere(region, kRevokeLimit);
   auto links = links_.TakeAll();
   CloseLinks(links, "engine is finalizing");
   async_.FailAll();

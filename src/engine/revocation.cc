@@ -41,11 +41,21 @@ bool Revocation::RevokeEverywhere(const wire::RegionInfo &region, std::chrono::m
   std::unique_lock<std::mutex> lock(mu_);
   bool done = cv_.wait_for(lock, limit, [&] { return waiting_[id] == 0; });
   if (!done) {
-    HIXL_LOGE("DeregisterMem: %zu of %zu peer(s) did not acknowledge revoking region 0x%llx+%llu within %lld ms",
+    HIXL_LOGE("DeregisterMem: %zu of %zu peer(s) did not acknowledge revoking region 0x%llx+%llu within %lld ms; "
+              "closing their links",
               waiting_[id], streams.size(), static_cast<unsigned long long>(region.addr),
               static_cast<unsigned long long>(region.len), static_cast<long long>(limit.count()));
   }
   waiting_.erase(id);
+  lock.unlock();
+  if (!done) {
+    // A peer that still holds the region in its table must not keep its
+    // link: once the link is gone, a live peer stops copying and, to go on,
+    // connects again and gets the table without the region.
+    for (auto &s : streams) {
+      s->worker()->Post([s, id] { s->CloseIfRevokePending(id); });
+    }
+  }
   return done;
 }
 

@@ -156,6 +156,11 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   Settle();
 }
 
+void TargetStream::CloseIfRevokePending(uint64_t id) {
+  if (fd_ < 0 || std::find(revokes_.begin(), revokes_.end(), id) == revokes_.end()) return;
+  CloseStream("the peer did not acknowledge a REVOKE in time", true);
+}
+
 void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
                               std::vector<iovec> payload, PinSet pins, ByteBuffer owned) {
   auto r = std::make_unique<Reply>();

@@ -40,6 +40,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // REVOKE_ACK with `id` (ctx->OnRevokeAck). If the stream is or becomes
   // closed first, OnRevokeAck(id) is called anyway.
   void PushRevoke(uint64_t id, const wire::RegionInfo &region);
+  // Worker thread only: closes the stream if revocation `id` is still
+  // unacknowledged.
+  void CloseIfRevokePending(uint64_t id);
   IoWorker *worker() const { return worker_; }
 
   // A stream that has not completed its handshake by then is dropped.
