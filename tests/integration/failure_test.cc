@@ -333,13 +333,14 @@ bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_poin
 }
 
 // A raw stream that has completed its handshake with `target`, or -1.
-int RawHandshake(const std::string &target, uint64_t nonce) {
+int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0) {
   int fd = RawConnect(target);
   if (fd < 0) return -1;
   hixl::wire::Hello hello;
   hello.initiator = "raw";
   hello.target = target;
   hello.link_nonce = nonce;
+  hello.heartbeat_ms = heartbeat_ms;
   std::vector<uint8_t> body;
   hixl::wire::EncodeHello(hello, &body);
   hixl::wire::FrameHeader h;
@@ -413,6 +414,37 @@ TEST_P(FailureTcpTest, TargetServesRequestsThatWaitedBehindAFullReplyQueue) {
   }
   close(fd);
   EXPECT_EQ(got, kFirst + kSecond);
+}
+
+TEST_P(FailureTcpTest, ATargetSendingALongReadIsNotCutForMissingPings) {
+  // An initiator that receives READ replies sends nothing meanwhile (it
+  // pings only idle streams). Reading them slowly, as over a slow network,
+  // takes many heartbeat intervals: the target must count the replies it
+  // gets rid of as a sign of life, not close the stream after 3 intervals.
+  int fd = RawHandshake(remote_, 79, /*heartbeat_ms=*/100);
+  ASSERT_GE(fd, 0);
+  constexpr int kReads = 4;
+  constexpr size_t kLen = 4u << 20;
+  std::vector<uint8_t> all;
+  for (int i = 0; i < kReads; ++i) {
+    auto f = ReadRequest(static_cast<uint64_t>(i + 1), {{remote_addr_ + i * kLen, kLen}});
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE(SendAll(fd, all));
+  const size_t want = kReads * (hixl::wire::kHeaderSize + kLen);
+  std::vector<uint8_t> chunk(64u << 10);
+  size_t got = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  while (got < want && SecondsSince(t0) < 20) {  // about 12 MB/s: 1.4 s, 14 intervals
+    ssize_t n = recv(fd, chunk.data(), std::min(chunk.size(), want - got), 0);
+    if (n <= 0) break;  // closed by the target, or nothing for 2 s
+    got += static_cast<size_t>(n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  close(fd);
+  EXPECT_EQ(got, want) << "the target stopped after " << SecondsSince(t0) << " s";
 }
 
 long PeerRssMiB(pid_t pid) {

@@ -48,7 +48,8 @@ InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, Pus
       worker_(worker),
       name_(std::move(name)),
       on_push_(std::move(on_push)),
-      last_rx_ms_(SteadyMillis()) {}
+      last_rx_ms_(SteadyMillis()),
+      last_tx_ms_(last_rx_ms_.load()) {}
 
 InitiatorStream::~InitiatorStream() {
   if (fd_ >= 0) close(fd_);
@@ -318,7 +319,13 @@ void InitiatorStream::OnEvents(uint32_t events) {
 
 void InitiatorStream::SendLocked(FinishedList *fin) {
   if (fd_ < 0) return;
+  // (q_[send_idx_], if any, is not done: send_idx_ would be past it.)
+  const size_t left_before = send_idx_ < q_.size() ? q_[send_idx_]->out_cursor.left() : 0;
   IoResult r = SendCursors(fd_, q_.size() - send_idx_, [this](size_t i) { return &q_[send_idx_ + i]->out_cursor; });
+  // For the heartbeat: the peer taking our bytes shows it alive too.
+  if (send_idx_ < q_.size() && q_[send_idx_]->out_cursor.left() != left_before) {
+    last_tx_ms_.store(SteadyMillis(), std::memory_order_relaxed);
+  }
   while (send_idx_ < q_.size() && q_[send_idx_]->out_cursor.done()) ++send_idx_;
   PopUnansweredLocked(fin);
   if (r == IoResult::kError) {

@@ -117,6 +117,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // When bytes last arrived (or the stream opened), steady-clock ms.
   int64_t last_rx_ms() const { return last_rx_ms_.load(std::memory_order_relaxed); }
+  // When sending last made progress, steady-clock ms.
+  int64_t last_tx_ms() const { return last_tx_ms_.load(std::memory_order_relaxed); }
   const std::string &name() const { return name_; }
   // Staging buffers for this stream's small-segment frames, reused.
   BufferCache &buffers() { return buffers_; }
@@ -174,6 +176,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<int64_t> last_rx_ms_;
+  std::atomic<int64_t> last_tx_ms_;
   BufferCache buffers_;
   std::deque<std::unique_ptr<Request>> q_;
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent

@@ -42,7 +42,7 @@ uint32_t MaxBody(wire::MsgType t) {
 
 TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer)
     : fd_(fd), worker_(worker), ctx_(ctx), peer_(std::move(peer)), who_(peer_) {
-  created_ = last_progress_ = last_rx_ = std::chrono::steady_clock::now();
+  created_ = last_progress_ = last_rx_ = last_tx_ = std::chrono::steady_clock::now();
   interest_ = EPOLLIN;
 }
 
@@ -80,7 +80,9 @@ void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
     CloseStream("no handshake within 10 s", true);
     return;
   }
-  if (heartbeat_ms_ > 0 && now - last_rx_ > 3 * std::chrono::milliseconds(heartbeat_ms_)) {
+  // Alive: bytes came in, or the replies we send are being taken (an
+  // initiator receiving a long READ has nothing to send meanwhile).
+  if (heartbeat_ms_ > 0 && now - std::max(last_rx_, last_tx_) > 3 * std::chrono::milliseconds(heartbeat_ms_)) {
     CloseStream("no heartbeat from the initiator for 3 intervals of " + std::to_string(heartbeat_ms_) + " ms", true);
     return;
   }
@@ -121,7 +123,9 @@ void TargetStream::UpdateInterest() {
 
 void TargetStream::Send() {
   if (tx_.empty()) return;
+  const size_t left_before = tx_.front()->cursor.left();  // the front is never done here
   IoResult r = SendCursors(fd_, tx_.size(), [this](size_t i) { return &tx_[i]->cursor; });
+  if (tx_.front()->cursor.left() != left_before) last_tx_ = now_;
   bool progressed = false;
   while (!tx_.empty() && tx_.front()->cursor.done()) {
     tx_bytes_ -= tx_.front()->bytes;

@@ -93,6 +93,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::chrono::steady_clock::time_point created_;
   std::chrono::steady_clock::time_point last_progress_;
   std::chrono::steady_clock::time_point last_rx_;
+  std::chrono::steady_clock::time_point last_tx_;  // when sending last made progress
   // When the worker woke for this stream: one clock read per wake-up, not
   // per frame, is fine enough for the stall check.
   std::chrono::steady_clock::time_point now_;

@@ -181,8 +181,10 @@ bool TcpLink::CheckAlive(int64_t interval_ms) {
     if (s->closed()) return false;
     int64_t quiet = now - s->last_rx_ms();
     if (s->queued() > 0) {
+      // Busy: the peer is alive while it sends to us or takes what we send.
+      quiet = now - std::max(s->last_rx_ms(), s->last_tx_ms());
       if (quiet > 2 * interval_ms) {
-        HIXL_LOGE("%s: nothing received for %lld ms with %zu request(s) outstanding; the peer is gone",
+        HIXL_LOGE("%s: nothing received or sent for %lld ms with %zu request(s) outstanding; the peer is gone",
                   s->name().c_str(), static_cast<long long>(quiet), s->queued());
         return false;
       }
