@@ -68,7 +68,7 @@ Status Engine::Start(const EngineAddress &local) {
       HIXL_LOGE("Initialize %s: cannot listen: %s", name_.c_str(), why.c_str());
       return FAILED;
     }
-    workers_[0]->Add(std::make_shared<tcp::Listener>(fd, &workers_, this), EPOLLIN);
+    workers_[0]->Add(std::make_shared<tcp::Listener>(fd, workers_[0].get(), &workers_, this), EPOLLIN);
     HIXL_LOGI("engine %s listening (%u I/O threads, %u streams per link)", name_.c_str(), opts_.io_threads,
               opts_.tcp_streams_per_link);
   } else if (!tcp::IsLocalIp(local, &why)) {

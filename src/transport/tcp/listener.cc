@@ -13,8 +13,8 @@
 
 namespace hixl::tcp {
 
-Listener::Listener(int fd, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx)
-    : fd_(fd), workers_(workers), ctx_(ctx) {}
+Listener::Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx)
+    : fd_(fd), home_(home), workers_(workers), ctx_(ctx) {}
 
 Listener::~Listener() {
   if (fd_ >= 0) close(fd_);
@@ -25,7 +25,16 @@ void Listener::OnEvents(uint32_t) {
     int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) HIXL_LOGE("accept failed: %s", std::strerror(errno));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of fds (EMFILE, ENFILE) or memory: the pending connection stays
+      // there, so the socket stays readable and the next accept fails the
+      // same way. Pause rather than spin (and flood the log).
+      HIXL_LOGE("accept failed: %s; not accepting for %lld ms", std::strerror(errno),
+                static_cast<long long>(kBackoff.count()));
+      home_->Modify(this, 0);
+      home_->PostAt(std::chrono::steady_clock::now() + kBackoff, [w = weak_from_this()] {
+        if (auto l = w.lock()) l->Resume();
+      });
       return;
     }
     TuneSocket(fd);
@@ -34,6 +43,10 @@ void Listener::OnEvents(uint32_t) {
     IoWorker *w = PickWorker(*workers_);
     w->Add(std::make_shared<TargetStream>(fd, w, ctx_, peer), EPOLLIN);
   }
+}
+
+void Listener::Resume() {
+  if (fd_ >= 0 && !home_->Modify(this, EPOLLIN)) HIXL_LOGE("listener: epoll MOD failed: %s", std::strerror(errno));
 }
 
 void Listener::OnShutdown() {
