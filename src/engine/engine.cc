@@ -88,6 +88,11 @@ void Engine::Shutdown() {
     house_cv_.notify_all();
   }
   if (housekeeper_.joinable()) housekeeper_.join();
+  {
+    // Connects in progress (pool tasks included) give up: see LinkParams::cancel.
+    std::lock_guard<std::mutex> lock(connect_mu_);
+    connect_cv_.notify_all();
+  }
   connect_pool_.Stop();
   // Peers on this host copy into our memory themselves: they forget every
   // region before Finalize returns, since the memory may be freed then.

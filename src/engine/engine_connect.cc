@@ -53,7 +53,7 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   {
     std::unique_lock<std::mutex> lock(connect_mu_);
     // One connect per remote at a time; a second caller waits for the first.
-    if (!connect_cv_.wait_until(lock, deadline.at(), [&] { return connecting_.count(key) == 0; })) {
+    if (!connect_cv_.wait_until(lock, deadline.at(), [&] { return connecting_.count(key) == 0 || stopping_; })) {
       HIXL_LOGE("Connect %s: another connect to it did not finish in time", key.c_str());
       return TIMEOUT;
     }
@@ -77,6 +77,7 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   params.local_name = name_;
   params.remote = addr;
   params.heartbeat_ms = opts_.heartbeat_ms;
+  params.cancel = &stopping_;
   params.host = host_;
   params.regions = &link->remote_regions;
   params.streams_after_hello = [this, &link](const wire::HelloAck &ack) { return ChooseTransport(*link, ack); };

@@ -1,6 +1,10 @@
 // async_test.cc: TransferAsync and its status, ConnectAsync/DisconnectAsync
 // and the connect pool, AutoConnect, heartbeats, the channel pool.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -639,6 +643,30 @@ TEST(ChannelPool, ThreadsReconnectingThroughASmallPoolAllSucceed) {
   for (auto &th : threads) th.join();
   EXPECT_EQ(failed.load(), 0) << "of " << kThreads * kCalls << " calls";
   e.Finalize();
+}
+
+TEST(ConnectPoolFinalize, FinalizeDoesNotWaitOutAConnectInProgress) {
+  // A listener that accepts TCP but never answers the handshake: the
+  // ConnectAsync task waits for its 8 s timeout, which Finalize must cut.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), len), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const std::string silent = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  ASSERT_EQ(e.ConnectAsync(silent.c_str(), 8000), hixl::SUCCESS);
+  EXPECT_EQ(WaitConnect(e, silent, hixl::AsyncConnectStatus::CONNECTING, 2), hixl::AsyncConnectStatus::CONNECTING);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well into the handshake wait
+  auto t0 = std::chrono::steady_clock::now();
+  e.Finalize();
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  close(fd);
 }
 
 }  // namespace

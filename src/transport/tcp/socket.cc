@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,17 +15,23 @@ namespace {
 
 std::string Errno(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// Waits for `events` on fd until the deadline: SUCCESS, TIMEOUT or FAILED.
-Status WaitFd(int fd, short events, Deadline deadline, std::string *why) {
+// Waits for `events` on fd until the deadline: SUCCESS, TIMEOUT or FAILED
+// (also when `cancel` turns true: it is looked at every 100 ms).
+Status WaitFd(int fd, short events, Deadline deadline, std::string *why, const std::atomic<bool> *cancel) {
   for (;;) {
+    if (cancel != nullptr && cancel->load()) {
+      *why = "cancelled (engine finalizing)";
+      return FAILED;
+    }
     pollfd p{fd, events, 0};
-    int ms = deadline.RemainingMillis();
-    int n = poll(&p, 1, ms);
+    const int left = deadline.RemainingMillis();
+    int n = poll(&p, 1, cancel != nullptr ? std::min(left, 100) : left);
     if (n > 0) return SUCCESS;
-    if (n == 0) {
+    if (n == 0 && (left <= 100 || cancel == nullptr)) {
       *why = "timed out";
       return TIMEOUT;
     }
+    if (n == 0) continue;
     if (errno != EINTR) {
       *why = Errno("poll");
       return FAILED;
@@ -79,7 +86,8 @@ bool IsLocalIp(const EngineAddress &addr, std::string *why) {
   return ok;
 }
 
-Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::string *why) {
+Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::string *why,
+               const std::atomic<bool> *cancel) {
   int fd = socket(remote.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     *why = Errno("socket");
@@ -93,7 +101,7 @@ Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::st
       close(fd);
       return FAILED;
     }
-    Status s = WaitFd(fd, POLLOUT, deadline, why);
+    Status s = WaitFd(fd, POLLOUT, deadline, why, cancel);
     if (s != SUCCESS) {
       if (s == TIMEOUT) *why = "connect timed out";
       close(fd);
@@ -113,7 +121,8 @@ Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::st
   return SUCCESS;
 }
 
-Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why) {
+Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why,
+               const std::atomic<bool> *cancel) {
   auto *p = static_cast<const uint8_t *>(data);
   while (len > 0) {
     ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -124,7 +133,7 @@ Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::str
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      Status s = WaitFd(fd, POLLOUT, deadline, why);
+      Status s = WaitFd(fd, POLLOUT, deadline, why, cancel);
       if (s != SUCCESS) return s;
       continue;
     }
@@ -134,7 +143,8 @@ Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::str
   return SUCCESS;
 }
 
-Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why) {
+Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why,
+               const std::atomic<bool> *cancel) {
   auto *p = static_cast<uint8_t *>(data);
   while (len > 0) {
     ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
@@ -149,7 +159,7 @@ Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *w
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      Status s = WaitFd(fd, POLLIN, deadline, why);
+      Status s = WaitFd(fd, POLLIN, deadline, why, cancel);
       if (s != SUCCESS) return s;
       continue;
     }

@@ -1,6 +1,8 @@
 // socket.h: TCP socket set-up, with deadlines for every blocking step.
 #pragma once
 
+#include <atomic>
+
 #include <string>
 
 #include "common/address.h"
@@ -15,10 +17,15 @@ int ListenTcp(const EngineAddress &addr, std::string *why);
 bool IsLocalIp(const EngineAddress &addr, std::string *why);
 // Connects to `remote` before `deadline`. SUCCESS with a non-blocking,
 // TCP_NODELAY socket in *fd; TIMEOUT; or FAILED with the reason in `why`.
-Status DialTcp(const EngineAddress &remote, Deadline deadline, int *fd, std::string *why);
+// These calls also give up (FAILED) soon after `*cancel` turns true, if
+// given: an engine that is finalizing does not wait out a connect timeout.
+Status DialTcp(const EngineAddress &remote, Deadline deadline, int *fd, std::string *why,
+               const std::atomic<bool> *cancel = nullptr);
 // Non-blocking socket I/O of exactly `len` bytes before `deadline`.
-Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why);
-Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why);
+Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::string *why,
+               const std::atomic<bool> *cancel = nullptr);
+Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why,
+               const std::atomic<bool> *cancel = nullptr);
 // What every data socket gets beyond its creation flags (every one is made
 // with SOCK_NONBLOCK | SOCK_CLOEXEC, by socket() or accept4()): TCP_NODELAY.
 void TuneSocket(int fd);

@@ -20,7 +20,8 @@ uint64_t RandomNonce() {
 }
 
 // Runs HELLO / HELLO_ACK on a fresh socket.
-Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::HelloAck *ack, std::string *why) {
+Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::HelloAck *ack, std::string *why,
+                 const std::atomic<bool> *cancel) {
   std::vector<uint8_t> body;
   wire::EncodeHello(hello, &body);
   wire::FrameHeader h;
@@ -30,11 +31,11 @@ Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::Hell
   std::vector<uint8_t> frame(wire::kHeaderSize);
   wire::EncodeHeader(h, frame.data());
   frame.insert(frame.end(), body.begin(), body.end());
-  Status s = SendAll(fd, frame.data(), frame.size(), deadline, why);
+  Status s = SendAll(fd, frame.data(), frame.size(), deadline, why, cancel);
   if (s != SUCCESS) return s;
 
   uint8_t raw[wire::kHeaderSize];
-  s = RecvAll(fd, raw, sizeof(raw), deadline, why);
+  s = RecvAll(fd, raw, sizeof(raw), deadline, why, cancel);
   if (s != SUCCESS) return s;
   wire::FrameHeader reply;
   wire::HeaderError err = wire::DecodeHeader(raw, &reply);
@@ -48,7 +49,7 @@ Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::Hell
     return FAILED;
   }
   body.assign(reply.body_len, 0);
-  s = RecvAll(fd, body.data(), body.size(), deadline, why);
+  s = RecvAll(fd, body.data(), body.size(), deadline, why, cancel);
   if (s != SUCCESS) return s;
   if (!wire::DecodeHelloAck(body.data(), body.size(), ack)) {
     *why = "malformed handshake reply";
@@ -81,13 +82,13 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   for (uint32_t i = 0; i < streams; ++i) {
     std::string why;
     int fd = -1;
-    Status s = DialTcp(params.remote, deadline, &fd, &why);
+    Status s = DialTcp(params.remote, deadline, &fd, &why, params.cancel);
     if (s == SUCCESS) {
       fds.push_back(fd);
       hello.stream_index = static_cast<uint16_t>(i);
       hello.stream_count = static_cast<uint16_t>(i == 0 ? 1 : streams);
       wire::HelloAck a;
-      s = Handshake(fd, hello, deadline, &a, &why);
+      s = Handshake(fd, hello, deadline, &a, &why, params.cancel);
       if (s == SUCCESS && i == 0) {
         *ack = std::move(a);
         streams = params.streams_after_hello ? params.streams_after_hello(*ack) : 1;

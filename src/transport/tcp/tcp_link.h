@@ -34,6 +34,8 @@ struct LinkParams {
   // Called after stream 0's handshake: how many streams the link gets in
   // all (at least 1), or 0 to give up (the callback logged why).
   std::function<uint32_t(const wire::HelloAck &)> streams_after_hello;
+  // Dialing and the handshakes give up soon after this turns true.
+  const std::atomic<bool> *cancel = nullptr;
 };
 
 class TcpLink : public Channel {
