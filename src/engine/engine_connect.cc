@@ -239,41 +239,41 @@ Status Engine::QueueConnectTask(const char *call, const std::string &remote, int
   Status s = RemoteKey(call, remote, &key);
   if (s != SUCCESS) return s;
   if ((s = CheckTimeout(call, key, timeout_ms)) != SUCCESS) return s;
-  uint64_t seq;
-  AsyncConnectEntry previous;
-  bool had_previous;
+  bool queued;
   {
+    // Status, submission and (if the queue is full) roll-back under one lock:
+    // a task of an earlier call finishing in between could otherwise have its
+    // result overwritten by the roll-back.
     std::lock_guard<std::mutex> lock(connect_mu_);
-    seq = ++async_seq_;
+    const uint64_t seq = ++async_seq_;
     auto it = async_connect_.find(key);
-    had_previous = it != async_connect_.end();
+    const bool had_previous = it != async_connect_.end();
+    AsyncConnectEntry previous;
     if (had_previous) previous = it->second;
     async_connect_[key] = {seq, connect ? AsyncConnectStatus::CONNECT_PENDING : AsyncConnectStatus::DISCONNECT_PENDING};
-  }
-  bool queued = connect_pool_.Submit(key, [this, key, seq, timeout_ms, connect] {
-    SetAsyncStatus(key, seq, connect ? AsyncConnectStatus::CONNECTING : AsyncConnectStatus::DISCONNECTING);
-    if (connect) {
-      Status r = Connect(key, timeout_ms);
-      SetAsyncStatus(key, seq,
-                     r == SUCCESS || r == ALREADY_CONNECTED ? AsyncConnectStatus::CONNECTED
-                                                           : AsyncConnectStatus::CONNECT_FAILED);
-    } else {
-      Disconnect(key, timeout_ms);
-      SetAsyncStatus(key, seq, AsyncConnectStatus::NOT_CONNECT);
-    }
-  });
-  if (queued) return SUCCESS;
-  {
-    std::lock_guard<std::mutex> lock(connect_mu_);
-    auto it = async_connect_.find(key);
-    if (it != async_connect_.end() && it->second.seq == seq) {
-      if (had_previous) {
-        it->second = previous;
+    // Pool tasks run without the pool's lock and take connect_mu_ themselves:
+    // submitting under connect_mu_ cannot deadlock.
+    queued = connect_pool_.Submit(key, [this, key, seq, timeout_ms, connect] {
+      SetAsyncStatus(key, seq, connect ? AsyncConnectStatus::CONNECTING : AsyncConnectStatus::DISCONNECTING);
+      if (connect) {
+        Status r = Connect(key, timeout_ms);
+        SetAsyncStatus(key, seq,
+                       r == SUCCESS || r == ALREADY_CONNECTED ? AsyncConnectStatus::CONNECTED
+                                                             : AsyncConnectStatus::CONNECT_FAILED);
       } else {
-        async_connect_.erase(it);
+        Disconnect(key, timeout_ms);
+        SetAsyncStatus(key, seq, AsyncConnectStatus::NOT_CONNECT);
+      }
+    });
+    if (!queued) {
+      if (had_previous) {
+        async_connect_[key] = previous;
+      } else {
+        async_connect_.erase(key);
       }
     }
   }
+  if (queued) return SUCCESS;
   if (stopping_) return FAILED;
   HIXL_LOGE("%s %s: the connect pool queue is full (connect_pool.task_queue_capacity=%u)", call, key.c_str(),
             opts_.connect_pool_queue);
