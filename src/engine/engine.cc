@@ -48,7 +48,15 @@ Status Engine::Create(const std::string &local_engine, const std::map<std::strin
   return SUCCESS;
 }
 
-Status Engine::Start(const EngineAddress &local) {
+Status Engine::Start(const EngineAddress &given) {
+  // An address without a port is a client, unless the options name the port
+  // to listen on (comm_resource_config.listen_port); a port in the address
+  // itself wins.
+  EngineAddress local = given;
+  if (!(local.has_port && local.port > 0) && opts_.listen_port > 0) {
+    local.has_port = true;
+    local.port = static_cast<uint16_t>(opts_.listen_port);
+  }
   local_ = local;
   name_ = local.ToString();
   host_ = LocalHostIdentity();

@@ -669,5 +669,27 @@ TEST(ConnectPoolFinalize, FinalizeDoesNotWaitOutAConnectInProgress) {
   close(fd);
 }
 
+TEST(ListenPort, AClientAddressWithListenPortServes) {
+  // local_engine without a port is a client, unless
+  // comm_resource_config.listen_port names the port to listen on.
+  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr *>(&a), len), 0);
+  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  close(probe);  // free again (a race with another process taking it is possible, and unlikely)
+  hixl::Hixl server, client;
+  ASSERT_EQ(server.Initialize("127.0.0.1",
+                              ResourceConfig("{\"comm_resource_config.listen_port\": " + std::to_string(port) + "}")),
+            hixl::SUCCESS);
+  ASSERT_EQ(client.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  EXPECT_EQ(client.Connect(("127.0.0.1:" + std::to_string(port)).c_str(), 3000), hixl::SUCCESS);
+  client.Finalize();
+  server.Finalize();
+}
+
 }  // namespace
 }  // namespace hixl_test
