@@ -119,8 +119,8 @@ class Engine : public tcp::TargetContext {
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
   // (logged) names the first bad descriptor. Pieces with registered local
   // memory go to `direct`, the others (buffer pool on) to `relayed`.
-  Status PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                      PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed);
+  Status PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                      Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed);
   // The relay for the pieces that go through the buffer pool (nullptr when
   // there are none); it adds its part to `done` but does not run yet.
   std::shared_ptr<Relay> MakeRelay(const std::shared_ptr<Link> &link, TransferOp op, std::vector<Piece> relayed,

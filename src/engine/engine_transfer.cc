@@ -51,8 +51,8 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
   return *result == "ok" ? SUCCESS : FAILED;
 }
 
-Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs, Deadline deadline,
-                            PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
+Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                            Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
   BatchCheck check(*table, link->remote_regions, pool_.enabled());
   bool refreshed = false;

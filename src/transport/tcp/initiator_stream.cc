@@ -236,7 +236,8 @@ void InitiatorStream::Cancel(const Completion *c) {
       // no-op for a completion already finished): whoever waits on them,
       // e.g. a relay round holding a staging buffer, must hear of it.
       std::lock_guard<std::mutex> sub(sub_mu_);
-      auto keep = std::stable_partition(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() != c; });
+      auto keep =
+          std::stable_partition(inbox_.begin(), inbox_.end(), [c](const auto &r) { return r->done.get() != c; });
       for (auto it = keep; it != inbox_.end(); ++it) fin.push_back(Finished{std::move(*it), FAILED, {}});
       inbox_.erase(keep, inbox_.end());
     }
@@ -468,7 +469,8 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   // a refusal now means a region went away meanwhile, after other frames of
   // the batch may have moved. FAILED, then: PARAM_INVALID promises that
   // nothing did.
-  if (f.status == PARAM_INVALID && (f.req->type == wire::MsgType::kWriteReq || f.req->type == wire::MsgType::kReadReq)) {
+  const bool data_frame = f.req->type == wire::MsgType::kWriteReq || f.req->type == wire::MsgType::kReadReq;
+  if (f.status == PARAM_INVALID && data_frame) {
     f.status = FAILED;
   }
   f.body = reader_.TakeBody();
