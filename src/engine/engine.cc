@@ -141,12 +141,22 @@ Status Engine::DeregisterMem(MemHandle handle) {
     HIXL_LOGE("DeregisterMem: handle is null");
     return PARAM_INVALID;
   }
+  // A second call for the same handle returns only when the first is done,
+  // not at once because the handle is already gone from the registry.
+  const auto id = reinterpret_cast<uintptr_t>(handle);
+  std::unique_lock<std::mutex> lock(dereg_mu_);
+  dereg_cv_.wait(lock, [&] { return deregistering_.count(id) == 0; });
   std::shared_ptr<Region> r = registry_.Revoke(handle);
   if (r == nullptr) return SUCCESS;
+  deregistering_.insert(id);
+  lock.unlock();
   // Peers on this host copy into our memory themselves: they forget the
   // region (and finish copies into it) before we go on.
   revocation_.RevokeEverywhere({r->addr, r->len}, kRevokeLimit);
   registry_.WaitUnpinned(*r);
+  lock.lock();
+  deregistering_.erase(id);
+  dereg_cv_.notify_all();
   return SUCCESS;
 }
 

@@ -148,6 +148,10 @@ class Engine : public tcp::TargetContext {
   BufferPool pool_;
   LinkTable links_;
   Revocation revocation_;
+  // Handles whose DeregisterMem is under way (waiting for peers and pins).
+  std::mutex dereg_mu_;
+  std::condition_variable dereg_cv_;
+  std::set<uintptr_t> deregistering_;
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<tcp::IoWorker>> workers_;

@@ -317,6 +317,31 @@ TEST_P(FailureTcpTest, AWriteThatTimesOutMidFrameLeavesTheLinkWorking) {
   ExpectLocalBufferQuiet();
 }
 
+TEST_P(FailureTcpTest, ASecondDeregisterMemOfOneHandleWaitsForTheFirst) {
+  // A transfer to a frozen peer holds the local region until it times out
+  // (about 0.6 s); two threads deregister the region meanwhile. Neither may
+  // return before the transfer has let go: the second call must not take
+  // "already gone from the registry" for "done".
+  hixl::MemHandle h = RegisterLocal(*local_);  // the range SetUp registered: its handle
+  peer_.Kill(SIGSTOP);
+  std::thread transfer([&] { Transfer(hixl::WRITE, BigBatch(), 600); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  double first = 0;
+  std::thread other([&] {
+    EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);
+    first = SecondsSince(t0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);
+  const double second = SecondsSince(t0);
+  other.join();
+  transfer.join();
+  peer_.Kill(SIGCONT);
+  EXPECT_GT(first, 0.3);
+  EXPECT_GT(second, 0.3) << "the second DeregisterMem returned while the region was still in use";
+}
+
 // Reads exactly `n` bytes from a blocking socket, or gives up at `deadline`.
 bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_point deadline) {
   size_t off = 0;
