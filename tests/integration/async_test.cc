@@ -1,10 +1,6 @@
 // async_test.cc: TransferAsync and its status, ConnectAsync/DisconnectAsync
 // and the connect pool, AutoConnect, heartbeats, the channel pool.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -648,16 +644,8 @@ TEST(ChannelPool, ThreadsReconnectingThroughASmallPoolAllSucceed) {
 TEST(ConnectPoolFinalize, FinalizeDoesNotWaitOutAConnectInProgress) {
   // A listener that accepts TCP but never answers the handshake: the
   // ConnectAsync task waits for its 8 s timeout, which Finalize must cut.
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), len), 0);
-  ASSERT_EQ(listen(fd, 16), 0);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  const std::string silent = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  SilentListener listener;
+  const std::string silent = listener.name();
   hixl::Hixl e;
   ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
   ASSERT_EQ(e.ConnectAsync(silent.c_str(), 8000), hixl::SUCCESS);
@@ -666,21 +654,16 @@ TEST(ConnectPoolFinalize, FinalizeDoesNotWaitOutAConnectInProgress) {
   auto t0 = std::chrono::steady_clock::now();
   e.Finalize();
   EXPECT_LT(SecondsSince(t0), 1.0);
-  close(fd);
 }
 
 TEST(ListenPort, AClientAddressWithListenPortServes) {
   // local_engine without a port is a client, unless
   // comm_resource_config.listen_port names the port to listen on.
-  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr *>(&a), len), 0);
-  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  const int port = ntohs(a.sin_port);
-  close(probe);  // free again (a race with another process taking it is possible, and unlikely)
+  int port = 0;
+  {
+    SilentListener probe(/*listening=*/false);
+    port = probe.port;
+  }  // free again (another process taking it meanwhile is possible, and unlikely)
   hixl::Hixl server, client;
   ASSERT_EQ(server.Initialize("127.0.0.1",
                               ResourceConfig("{\"comm_resource_config.listen_port\": " + std::to_string(port) + "}")),

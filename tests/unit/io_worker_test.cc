@@ -89,7 +89,7 @@ class SelfClosing : public Pollable {
   int fd() const override { return fd_; }
   void OnEvents(uint32_t) override {
     if (fd_ < 0) return;
-    w_->Remove(this, fd_);
+    w_->Remove(this);
     close(fd_);
     fd_ = -1;
   }

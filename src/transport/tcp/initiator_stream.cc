@@ -506,7 +506,7 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
     inbox_closed_ = true;
   }
   queued_.store(0, std::memory_order_relaxed);
-  worker_->Remove(this, fd_);  // before close: see IoWorker::Remove
+  worker_->Remove(this);  // before close: see IoWorker::Remove
   shutdown(fd_, SHUT_RDWR);
   close(fd_);
   fd_ = -1;

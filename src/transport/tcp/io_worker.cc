@@ -71,7 +71,8 @@ void IoWorker::Add(std::shared_ptr<Pollable> p, uint32_t events) {
   }
 }
 
-void IoWorker::Remove(Pollable *p, int fd) {
+void IoWorker::Remove(Pollable *p) {
+  const int fd = p->fd();
   if (fd >= 0 && epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
     HIXL_LOGW("%s: epoll_ctl(DEL fd=%d) failed: %s", name_.c_str(), fd, std::strerror(errno));
   }

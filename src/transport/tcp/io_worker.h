@@ -44,12 +44,12 @@ class IoWorker {
 
   // Thread-safe. The worker keeps `p` alive until Remove.
   void Add(std::shared_ptr<Pollable> p, uint32_t events);
-  // Thread-safe. Takes `fd` (p's) out of the epoll set at once, so call it
-  // before closing fd: a close() alone leaves the registration in place
+  // Thread-safe. Takes p->fd() out of the epoll set at once, so call it
+  // before p closes its fd: a close() alone leaves the registration in place
   // while another thread still holds the file (in a poll() on it, say), and
   // the worker would go on reporting events to a pollable it let go of.
   // The worker lets go of `p` after the events it has already taken.
-  void Remove(Pollable *p, int fd);
+  void Remove(Pollable *p);
   // Thread-safe: epoll_ctl MOD.
   bool Modify(Pollable *p, uint32_t events);
   // Runs `fn` on the worker thread, soon. Dropped once the worker stopped.

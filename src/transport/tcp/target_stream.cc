@@ -105,7 +105,7 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   tx_.clear();
   tx_bytes_ = 0;
   payload_pins_.Release();
-  worker_->Remove(this, fd_);  // before close: see IoWorker::Remove
+  worker_->Remove(this);  // before close: see IoWorker::Remove
   close(fd_);
   fd_ = -1;
   // A closed peer cannot hold a stale region any more: its revocations are done.
