@@ -108,7 +108,7 @@ class Engine : public tcp::TargetContext {
   // After the handshake: picks the link's data path (shm or tcp) within
   // protocol_desc; returns the number of TCP streams the link needs, 0 when
   // no allowed transport reaches the remote.
-  uint32_t ChooseTransport(Link &link, const wire::HelloAck &ack);
+  uint32_t ChooseTransport(Link &link, const wire::HelloAck &ack, int fd);
   bool SameHost(const wire::HostIdentity &other) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);

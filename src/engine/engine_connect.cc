@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "transport/shm/shm_channel.h"
+#include "transport/shm/socket_owner.h"
 
 namespace hixl {
 
@@ -80,7 +81,9 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   params.cancel = &stopping_;
   params.host = host_;
   params.regions = &link->remote_regions;
-  params.streams_after_hello = [this, &link](const wire::HelloAck &ack) { return ChooseTransport(*link, ack); };
+  params.streams_after_hello = [this, &link](const wire::HelloAck &ack, int fd) {
+    return ChooseTransport(*link, ack, fd);
+  };
   // REVOKE from the target: forget the region (waiting for copies into it),
   // then say so. The link may be gone by then; the target then counts the
   // closed stream as the answer.
@@ -129,25 +132,29 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   return s;
 }
 
-uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack) {
+uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) {
   const bool allow_shm = opts_.AllowsProtocol("shm");
   const bool allow_tcp = opts_.AllowsProtocol("tcp");
   std::string why = "it runs on another host";
   if (allow_shm && SameHost(ack.host)) {
-    if (shm::ShmChannel::Probe(static_cast<pid_t>(ack.host.pid), &why)) {
+    // The pid is the target's word: it must also hold the far end of the
+    // socket we dialed, or a local impostor could name another process of
+    // ours for us to write into.
+    const auto pid = static_cast<pid_t>(ack.host.pid);
+    if (!shm::ShmChannel::Probe(pid, &why)) {
+      why = "the kernel refuses cross-process copies (" + why + ")";
+    } else if (!shm::PeerHoldsSocket(fd, pid, &why)) {
+      why = "the target names pid " + std::to_string(pid) + ", which could not be confirmed: " + why;
+    } else {
       // The channel asks the TCP link (set once Open returns) whether the
       // target is still there.
       Link *l = &link;
       link.shm = std::make_unique<shm::ShmChannel>(
-          static_cast<pid_t>(ack.host.pid), &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); },
-          &workers_);
+          pid, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &workers_);
       HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
       return 1;  // one TCP stream for control
     }
-    if (allow_tcp) {
-      HIXL_LOGW("link to %s: the kernel refuses cross-process copies (%s); falling back to tcp", link.name.c_str(),
-                why.c_str());
-    }
+    if (allow_tcp) HIXL_LOGW("link to %s: not using shm: %s; falling back to tcp", link.name.c_str(), why.c_str());
   }
   if (!allow_tcp) {
     HIXL_LOGE("Connect %s: protocol_desc allows only shm, and shm cannot reach it: %s", link.name.c_str(),

@@ -2,8 +2,11 @@
 // fallback when the kernel refuses cross-process copies, engines in other
 // network namespaces of this kernel, and revocation of a region that a peer
 // is writing into.
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,7 +16,11 @@
 #include <thread>
 
 #include "common/log.h"
+#include "engine/host_identity.h"
 #include "integration/fixture.h"
+#include "integration/net_util.h"
+#include "wire/frame.h"
+#include "wire/messages.h"
 
 namespace hixl_test {
 namespace {
@@ -70,6 +77,104 @@ TEST_F(ShmTest, TransportChoiceFollowsHostAndProtocolDesc) {
   // Only a transport that cannot reach: Connect fails, naming the reason.
   log = ConnectAndLog(peer_.name(), Protocols("\"rdma:host\""), &s);
   EXPECT_EQ(s, hixl::FAILED);
+}
+
+// A local impostor: a process that answers every handshake on `listen_fd`
+// with `ack` (a reply naming another process), then reads and drops all
+// that comes, answering nothing. Runs in a child process, forked before
+// any engine thread exists, and uses only system calls.
+pid_t StartImpostor(int listen_fd, const std::vector<uint8_t> &ack) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  std::vector<pollfd> fds{{listen_fd, POLLIN, 0}};
+  std::vector<size_t> hello_left;  // per accepted stream: HELLO bytes still to read (header first)
+  static uint8_t buf[1 << 16];
+  for (int rounds = 0; rounds < 100000; ++rounds) {
+    if (poll(fds.data(), fds.size(), 10000) <= 0) break;  // 10 s quiet: the test is over
+    if ((fds[0].revents & POLLIN) != 0 && fds.size() < 16) {
+      int fd = accept(listen_fd, nullptr, nullptr);
+      if (fd >= 0) {
+        fds.push_back({fd, POLLIN, 0});
+        hello_left.push_back(hixl::wire::kHeaderSize);
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0 || fds[i].fd < 0) continue;
+      size_t &left = hello_left[i - 1];
+      ssize_t n = recv(fds[i].fd, buf, left > 0 ? left : sizeof(buf), 0);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores it
+        continue;
+      }
+      if (left == 0) continue;  // after the handshake: dropped
+      left -= static_cast<size_t>(n);
+      if (left == 0 && static_cast<size_t>(n) <= hixl::wire::kHeaderSize) {
+        hixl::wire::FrameHeader h;  // the header is in: read its body next
+        if (hixl::wire::DecodeHeader(buf, &h) == hixl::wire::HeaderError::kOk && h.body_len > 0 &&
+            h.body_len <= sizeof(buf)) {
+          left = h.body_len;
+          continue;
+        }
+      }
+      if (left == 0 && send(fds[i].fd, ack.data(), ack.size(), MSG_NOSIGNAL) < 0) break;
+    }
+  }
+  _exit(0);
+}
+
+// A process on this host answers a connect naming *our* pid and a region of
+// our memory: were the pid believed, our engine would write into itself
+// (any process of ours could be named so). The link must not use shm with
+// a pid that does not hold the far end of the socket; the bytes must not
+// land.
+TEST(ShmImpostor, TargetNamingAnotherProcessIsNotWrittenInto) {
+  std::vector<uint8_t> victim(4096, 0xAA);
+  SilentListener listener;
+  ASSERT_GT(listener.port, 0);
+  hixl::wire::HelloAck ack;
+  ack.target = listener.name();
+  ack.host = hixl::LocalHostIdentity();  // this host, and our own pid
+  ack.regions.push_back({reinterpret_cast<uintptr_t>(victim.data()), victim.size()});
+  std::vector<uint8_t> body;
+  hixl::wire::EncodeHelloAck(ack, &body);
+  hixl::wire::FrameHeader h;
+  h.type = hixl::wire::MsgType::kHelloAck;
+  h.body_len = static_cast<uint32_t>(body.size());
+  std::vector<uint8_t> frame(hixl::wire::kHeaderSize);
+  hixl::wire::EncodeHeader(h, frame.data());
+  frame.insert(frame.end(), body.begin(), body.end());
+  const pid_t impostor = StartImpostor(listener.fd, frame);
+  ASSERT_GT(impostor, 0);
+
+  std::vector<uint8_t> src(4096, 0x55);
+  {
+    hixl::Hixl e;
+    ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+    hixl::MemDesc md{reinterpret_cast<uintptr_t>(src.data()), src.size()};
+    hixl::MemHandle mh = nullptr;
+    ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+    hixl::SetLogLevel(hixl::LogLevel::kInfo);
+    ::testing::internal::CaptureStderr();
+    const hixl::Status connected = e.Connect(listener.name().c_str(), 3000);
+    std::vector<hixl::TransferOpDesc> w{{reinterpret_cast<uintptr_t>(src.data()),
+                                         reinterpret_cast<uintptr_t>(victim.data()), src.size()}};
+    // Over tcp the impostor never answers: the write times out.
+    const hixl::Status wrote = connected == hixl::SUCCESS ? e.TransferSync(listener.name().c_str(), hixl::WRITE, w, 300)
+                                                          : hixl::FAILED;
+    std::string log = ::testing::internal::GetCapturedStderr();
+    hixl::SetLogLevel(hixl::LogLevel::kError);
+    EXPECT_EQ(connected, hixl::SUCCESS) << log;
+    EXPECT_NE(wrote, hixl::SUCCESS) << log;
+    EXPECT_FALSE(Contains(log, "uses shm")) << log;
+    EXPECT_TRUE(Contains(log, "could not be confirmed")) << log;
+    e.Finalize();
+  }
+  kill(impostor, SIGKILL);
+  waitpid(impostor, nullptr, 0);
+  size_t changed = 0;
+  for (uint8_t b : victim) changed += b != 0xAA;
+  EXPECT_EQ(changed, 0u) << "the engine wrote into the process the impostor named";
 }
 
 // Two peers running as two different unprivileged users: the kernel refuses

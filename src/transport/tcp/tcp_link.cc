@@ -91,7 +91,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
       s = Handshake(fd, hello, deadline, &a, &why, params.cancel);
       if (s == SUCCESS && i == 0) {
         *ack = std::move(a);
-        streams = params.streams_after_hello ? params.streams_after_hello(*ack) : 1;
+        streams = params.streams_after_hello ? params.streams_after_hello(*ack, fd) : 1;
         if (streams == 0) {
           close_all();
           return FAILED;

@@ -31,9 +31,10 @@ struct LinkParams {
   RemoteRegions *regions = nullptr;
   // Frames the target pushes (REVOKE), on stream 0.
   InitiatorStream::PushHandler on_push;
-  // Called after stream 0's handshake: how many streams the link gets in
-  // all (at least 1), or 0 to give up (the callback logged why).
-  std::function<uint32_t(const wire::HelloAck &)> streams_after_hello;
+  // Called after stream 0's handshake, with its socket: how many streams
+  // the link gets in all (at least 1), or 0 to give up (the callback logged
+  // why).
+  std::function<uint32_t(const wire::HelloAck &, int fd)> streams_after_hello;
   // Dialing and the handshakes give up soon after this turns true.
   const std::atomic<bool> *cancel = nullptr;
 };
