@@ -194,6 +194,9 @@ Status Engine::GetNotifies(std::vector<NotifyDesc> &notifies) {
 Status Engine::OnHello(const wire::Hello &hello, wire::HelloAck *ack) {
   ack->target = name_;
   ack->host = host_;
+  // pid 0 tells a peer on this host not to copy into our memory directly:
+  // our protocol_desc leaves shm out.
+  if (!opts_.AllowsProtocol("shm")) ack->host.pid = 0;
   EngineAddress dialed;
   std::string why;
   bool same = ParseEngineAddress(hello.target, &dialed, &why) && dialed.port == local_.port &&

@@ -135,7 +135,8 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
 uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) {
   const bool allow_shm = opts_.AllowsProtocol("shm");
   const bool allow_tcp = opts_.AllowsProtocol("tcp");
-  std::string why = "it runs on another host";
+  std::string why = ack.host.pid == 0 ? "the target accepts no direct copies (its protocol_desc leaves out shm)"
+                                      : "it runs on another host";
   if (allow_shm && SameHost(ack.host)) {
     // The pid is the target's word: it must also hold the far end of the
     // socket we dialed, or a local impostor could name another process of

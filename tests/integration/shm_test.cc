@@ -79,6 +79,22 @@ TEST_F(ShmTest, TransportChoiceFollowsHostAndProtocolDesc) {
   EXPECT_EQ(s, hixl::FAILED);
 }
 
+// A target whose protocol_desc leaves out shm is not copied into directly,
+// even by an initiator on its host that allows shm; transfers go over tcp.
+TEST(ShmRefusedByTarget, TargetProtocolDescWithoutShmMeansTcp) {
+  PeerProcess tcp_only;
+  ASSERT_TRUE(tcp_only.Start(false, "{\"comm_resource_config.protocol_desc\": [\"tcp:host\"]}"));
+  hixl::Status s;
+  std::string log = ConnectAndLog(tcp_only.name(), {}, &s);
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
+  EXPECT_FALSE(Contains(log, "uses shm")) << log;
+  // An initiator that allows only shm has no way in: Connect fails, saying why.
+  log = ConnectAndLog(tcp_only.name(), Protocols("\"shm:host\""), &s);
+  EXPECT_EQ(s, hixl::FAILED);
+  EXPECT_TRUE(Contains(log, "accepts no direct copies")) << log;
+}
+
 // A local impostor: a process that answers every handshake on `listen_fd`
 // with `ack` (a reply naming another process), then reads and drops all
 // that comes, answering nothing. Runs in a child process, forked before
