@@ -3,6 +3,7 @@
 // only ever closes its own link.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -17,6 +18,7 @@
 
 #include "integration/fixture.h"
 #include "integration/net_util.h"
+#include "transport/tcp/listener.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -403,6 +405,44 @@ bool SendAll(int fd, const std::vector<uint8_t> &bytes) {
     off += static_cast<size_t>(n);
   }
   return true;
+}
+
+TEST_P(FailureTcpTest, SilentConnectionsBeyondTheCapDropTheOldest) {
+  // Connections that never say HELLO: past the cap the target drops the
+  // oldest of them at once (not after the 10 s handshake timeout), and
+  // handshakes go on working.
+  constexpr size_t kExtra = 40;
+  const size_t cap = hixl::tcp::Listener::kMaxPendingHandshakes;
+  std::vector<int> fds;
+  for (size_t i = 0; i < cap + kExtra; ++i) {
+    int fd = RawConnect(remote_);
+    ASSERT_GE(fd, 0) << "connect " << i;
+    fds.push_back(fd);
+  }
+  auto ended = [](int fd, int wait_ms) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, wait_ms) <= 0) return false;
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;  // EOF or reset
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t dropped = 0;
+  for (size_t i = 0; i < kExtra; ++i) dropped += ended(fds[i], 3000);
+  EXPECT_EQ(dropped, kExtra);
+  EXPECT_LT(SecondsSince(t0), 5.0);
+  size_t newest_dropped = 0;
+  for (size_t i = fds.size() - kExtra; i < fds.size(); ++i) newest_dropped += ended(fds[i], 0);
+  EXPECT_EQ(newest_dropped, 0u) << "the newest silent connections should wait for their handshake timeout";
+  // A fresh engine still gets through its handshake, and moves bytes.
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", {}), hixl::SUCCESS);
+  EXPECT_EQ(e.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
+  e.Finalize();
+  for (int fd : fds) close(fd);
+  FillPattern(local_->data(), 4096, 5);
+  std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote_addr_, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
 }
 
 TEST_P(FailureTcpTest, TargetServesRequestsThatWaitedBehindAFullReplyQueue) {

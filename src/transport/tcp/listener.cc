@@ -41,7 +41,25 @@ void Listener::OnEvents(uint32_t) {
     std::string peer = PeerName(fd);
     HIXL_LOGD("accepted a stream from %s", peer.c_str());
     IoWorker *w = PickWorker(*workers_);
-    w->Add(std::make_shared<TargetStream>(fd, w, ctx_, peer), EPOLLIN);
+    auto stream = std::make_shared<TargetStream>(fd, w, ctx_, peer);
+    pending_.push_back(stream);
+    w->Add(std::move(stream), EPOLLIN);
+    LimitPending();
+  }
+}
+
+void Listener::LimitPending() {
+  std::erase_if(pending_, [](const std::weak_ptr<TargetStream> &w) {
+    auto s = w.lock();
+    return s == nullptr || !s->awaiting_hello();
+  });
+  while (pending_.size() > kMaxPendingHandshakes) {
+    if (auto s = pending_.front().lock()) {
+      // On the stream's own thread, which may have finished it meanwhile.
+      s->worker()->Post([s] { s->DropIfNoHello("more than " + std::to_string(kMaxPendingHandshakes) +
+                                              " connections wait for a handshake; dropping the oldest"); });
+    }
+    pending_.pop_front();
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,8 +13,16 @@
 
 namespace hixl::tcp {
 
+class TargetStream;
+
 class Listener : public Pollable, public std::enable_shared_from_this<Listener> {
  public:
+  // Streams accepted and not yet through their handshake, at most: one more
+  // drops the oldest of them. A legitimate handshake takes microseconds; a
+  // peer that opens connections and says nothing would otherwise hold an fd
+  // per connection for TargetStream::kHandshakeTimeout.
+  static constexpr size_t kMaxPendingHandshakes = 512;
+
   // `home`: the worker the listener itself is added to.
   Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx);
   ~Listener() override;
@@ -26,11 +35,15 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   // socket stays readable: stop watching it for this long, not spin.
   static constexpr std::chrono::milliseconds kBackoff{100};
   void Resume();
+  // Forgets streams that are through their handshake (or gone) and drops
+  // the oldest silent one while there are too many.
+  void LimitPending();
 
   int fd_;
   IoWorker *home_;
   const std::vector<std::unique_ptr<IoWorker>> *workers_;
   TargetContext *ctx_;
+  std::deque<std::weak_ptr<TargetStream>> pending_;  // oldest first; home_ thread only
 };
 
 }  // namespace hixl::tcp

@@ -93,10 +93,15 @@ void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
   }
 }
 
+void TargetStream::DropIfNoHello(const std::string &why) {
+  if (!hello_done_) CloseStream(why, /*error=*/false);  // info: under a flood, one line per connection
+}
+
 void TargetStream::OnShutdown() { CloseStream("engine is finalizing", false); }
 
 void TargetStream::CloseStream(const std::string &why, bool error) {
   if (fd_ < 0) return;
+  awaiting_hello_.store(false, std::memory_order_relaxed);
   if (error) {
     HIXL_LOGE("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
   } else {
@@ -398,6 +403,7 @@ bool TargetStream::OnHello() {
     return false;
   }
   hello_done_ = true;
+  awaiting_hello_.store(false, std::memory_order_relaxed);
   link_key_ = hello.link_nonce;
   heartbeat_ms_ = hello.heartbeat_ms;
   HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,

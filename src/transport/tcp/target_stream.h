@@ -9,6 +9,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -44,6 +45,11 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // unacknowledged.
   void CloseIfRevokePending(uint64_t id);
   IoWorker *worker() const { return worker_; }
+  // Any thread: open and no HELLO accepted yet.
+  bool awaiting_hello() const { return awaiting_hello_.load(std::memory_order_relaxed); }
+  // Worker thread only: closes the stream if it has not completed its
+  // handshake (the listener makes room for newer connections).
+  void DropIfNoHello(const std::string &why);
 
   // A stream that has not completed its handshake by then is dropped.
   static constexpr std::chrono::seconds kHandshakeTimeout{10};
@@ -86,6 +92,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   uint64_t link_key_ = 0;
   uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
+  std::atomic<bool> awaiting_hello_{true};  // !hello_done_ && open, for the listener
   bool control_ = false;                 // stream 0 of its link, known to the engine
   std::vector<uint64_t> revokes_;        // REVOKEs sent and not yet acknowledged
   bool close_after_flush_ = false;
