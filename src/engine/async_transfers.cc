@@ -15,10 +15,12 @@ TransferStatus ToTransferStatus(Status s) {
 
 }  // namespace
 
+std::atomic<uint64_t> AsyncTransfers::next_id_{1};
+
 TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    t->id = next_id_++;
+    t->id = next_id_.fetch_add(1, std::memory_order_relaxed);
     reqs_[t->id] = t;
   }
   // The callback owns `t` until it runs, which breaks the t -> done -> t cycle.

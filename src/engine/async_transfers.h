@@ -67,7 +67,10 @@ class AsyncTransfers {
   void Poll(AsyncTransfer &t);
 
   std::mutex mu_;
-  uint64_t next_id_ = 1;
+  // Ids are unique in the process (as memory handles are): a request of
+  // another engine, or of this one before Finalize, is unknown here, never
+  // mistaken for one of ours.
+  static std::atomic<uint64_t> next_id_;
   std::map<uint64_t, std::shared_ptr<AsyncTransfer>> reqs_;  // by id: submission order
 };
 

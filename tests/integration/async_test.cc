@@ -109,6 +109,43 @@ TEST_P(AsyncTest, CompletesWithDataAndIsReleasedOnceReported) {
   EXPECT_EQ(std::memcmp(local_->data(), local_->data() + (2u << 20), 1u << 20), 0);
 }
 
+TEST_P(AsyncTest, RequestsOfAnotherEngineOrOfBeforeFinalizeAreUnknown) {
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  hixl::TransferReq mine = Post(hixl::WRITE, 0, 0, 4096);
+  // A second engine, with a request of its own.
+  hixl::Hixl other;
+  ASSERT_EQ(other.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithTransport({}, GetParam().transport)),
+            hixl::SUCCESS);
+  LocalBuffer buf(4096);
+  hixl::MemDesc md{};
+  md.addr = buf.addr();
+  md.len = buf.size();
+  hixl::MemHandle mh = nullptr;
+  ASSERT_EQ(other.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  ASSERT_EQ(other.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
+  hixl::TransferReq theirs = nullptr;
+  ASSERT_EQ(other.TransferAsync(remote_.c_str(), hixl::WRITE, {{buf.addr(), remote_addr_ + 8192, 4096}},
+                                hixl::TransferArgs{}, theirs),
+            hixl::SUCCESS);
+  EXPECT_NE(mine, theirs);
+  hixl::TransferStatus st;
+  // Neither engine answers for (and so releases) the other's request.
+  EXPECT_EQ(other.GetTransferStatus(mine, st), hixl::PARAM_INVALID);
+  EXPECT_EQ(engine_.GetTransferStatus(theirs, st), hixl::PARAM_INVALID);
+  EXPECT_EQ(WaitFor(engine_, mine, 10), hixl::TransferStatus::COMPLETED);
+  EXPECT_EQ(WaitFor(other, theirs, 10), hixl::TransferStatus::COMPLETED);
+  other.Finalize();
+  // A request left unreported when the engine finalized is unknown after
+  // it is initialized again, and the new engine's requests are new ones.
+  hixl::TransferReq before = Post(hixl::WRITE, 0, 0, 4096);
+  Restart(Options{});
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  hixl::TransferReq after = Post(hixl::WRITE, 0, 0, 4096);
+  EXPECT_NE(before, after);
+  EXPECT_EQ(engine_.GetTransferStatus(before, st), hixl::PARAM_INVALID);
+  EXPECT_EQ(WaitFor(engine_, after, 10), hixl::TransferStatus::COMPLETED);
+}
+
 TEST_P(AsyncTest, ThousandInFlightOnOneLink) {
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   constexpr size_t kN = 1000;
