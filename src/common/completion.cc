@@ -3,8 +3,26 @@
 namespace hixl {
 
 void Completion::PartDone(Status s) {
-  bool last = pending_.fetch_sub(1) == 1;
-  if (s == SUCCESS && !last) return;
+  if (s == SUCCESS) {
+    moved_.store(true, std::memory_order_relaxed);  // published by the fetch_sub below
+  } else if (s == kRefused) {
+    refused_.store(true, std::memory_order_relaxed);
+  } else {
+    pending_.fetch_sub(1);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!finished_) FinishLocked(s, lock);
+    return;
+  }
+  if (pending_.fetch_sub(1) == 1) LastPartDone();
+}
+
+void Completion::PartSkipped() {
+  if (pending_.fetch_sub(1) == 1) LastPartDone();
+}
+
+void Completion::LastPartDone() {
+  Status s = SUCCESS;
+  if (refused_.load(std::memory_order_relaxed)) s = moved_.load(std::memory_order_relaxed) ? FAILED : PARAM_INVALID;
   std::unique_lock<std::mutex> lock(mu_);
   if (!finished_) FinishLocked(s, lock);
 }

@@ -13,6 +13,13 @@
 
 namespace hixl {
 
+// The outcome of a part that the peer refused before moving any of its
+// bytes (a frame naming memory the target no longer has registered).
+// Internal, never returned to users: a completion whose parts were all
+// refused ends PARAM_INVALID (nothing moved, as that code promises); one
+// where other parts moved bytes ends FAILED.
+constexpr Status kRefused = 0x7F000001u;
+
 class Completion {
  public:
   Completion() = default;
@@ -23,7 +30,12 @@ class Completion {
   void AddParts(size_t n) { pending_.fetch_add(n); }
   // A part finished. The first failure is kept; the waiter wakes on it at
   // once (it then cancels the other parts) or when the last part is done.
+  // kRefused is no such failure: the other parts go on, and the outcome is
+  // known when the last one is done.
   void PartDone(Status s);
+  // A part that stood for no work finished (the guard that keeps a batch
+  // open while its parts are added): it neither moved bytes nor failed.
+  void PartSkipped();
   // Waits until every part is done, one failed, or `deadline`. Returns
   // SUCCESS, the first failure, or TIMEOUT.
   Status Wait(Deadline deadline);
@@ -36,8 +48,12 @@ class Completion {
 
  private:
   void FinishLocked(Status s, std::unique_lock<std::mutex> &lock);
+  // Called by the part that was last: the outcome when no part failed.
+  void LastPartDone();
 
   std::atomic<size_t> pending_{0};
+  std::atomic<bool> moved_{false};    // some part succeeded
+  std::atomic<bool> refused_{false};  // some part was refused
   std::mutex mu_;
   std::condition_variable cv_;
   bool finished_ = false;

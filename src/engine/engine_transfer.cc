@@ -108,7 +108,7 @@ void Engine::StartBatch(const std::shared_ptr<Link> &link, TransferOp op, const 
   if (!direct.empty()) {
     link->data().Submit(op == WRITE, direct.data(), direct.size(), done, deadline, caller_waits && relay == nullptr);
   }
-  done->PartDone(SUCCESS);
+  done->PartSkipped();
 }
 
 Status Engine::Finish(Channel &channel, const std::shared_ptr<Completion> &done, Deadline deadline, Relay *relay) {
@@ -147,6 +147,10 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   if (s == TIMEOUT) {
     HIXL_LOGE("TransferSync %s %s: %zu descriptor(s) not done within %d ms", OpName(op), key.c_str(), descs.size(),
               timeout_ms);
+  } else if (s == PARAM_INVALID) {
+    HIXL_LOGE("TransferSync %s %s: the remote refused every frame: a remote range is no longer registered there "
+              "(deregistered after our copy of its table); nothing of the batch moved",
+              OpName(op), key.c_str());
   } else if (s != SUCCESS) {
     HIXL_LOGE("TransferSync %s %s: failed with status %u", OpName(op), key.c_str(), s);
   }

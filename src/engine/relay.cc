@@ -93,7 +93,12 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
       if (s != SUCCESS) {
         finished_ = true;
         failed = s;
+        // Every frame of this round was refused: the relay moved nothing
+        // if no other round did or still may (rounds in flight are
+        // cancelled, possibly half done).
+        if (s == PARAM_INVALID) failed = rounds_ok_ == 0 && in_flight_ == 0 ? kRefused : FAILED;
       } else {
+        ++rounds_ok_;
         if (!is_write_) {
           size_t at = 0;
           for (const Piece &p : round->user) {

@@ -56,6 +56,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   size_t next_ = 0;        // next piece to pack
   size_t offset_ = 0;      // bytes of pieces_[next_] already packed
   size_t in_flight_ = 0;   // rounds submitted and not finished
+  size_t rounds_ok_ = 0;   // rounds that succeeded
   bool finished_ = false;  // done_ has had its part
   std::vector<std::shared_ptr<Round>> rounds_;
 };

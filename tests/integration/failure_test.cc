@@ -557,6 +557,54 @@ TEST_P(FailureTcpTest, SmallSegmentReadsDoNotMultiplyTheTargetsMemory) {
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTcpTest, TcpNets(), NetName);
 
+TEST(StaleRegionTable, RemoteDeregisteredRegionIsParamInvalidWhenNothingMoved) {
+  // A peer on another host is not told of a deregistration: its copy of the
+  // target's table goes stale, and the target refuses frames into the
+  // region. A batch that moved nothing is PARAM_INVALID, as the spec says
+  // of ranges outside every remote region; one that moved part of its
+  // bytes elsewhere is FAILED. (The peer runs in its own PID namespace, so
+  // that the two engines do not take each other for same-host peers.)
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace";
+  PeerProcess peer;
+  peer.prefix = {"unshare", "-pf", "--"};
+  ASSERT_TRUE(peer.Start());
+  constexpr size_t kLen = 8u << 20;  // several frames each
+  size_t gone_id = 0, kept_id = 0;
+  uintptr_t gone_handle = 0;
+  const uintptr_t gone = peer.AllocRegistered(kLen, &gone_id, &gone_handle);
+  const uintptr_t kept = peer.AllocRegistered(kLen, &kept_id);
+  ASSERT_NE(gone, 0u);
+  ASSERT_NE(kept, 0u);
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  LocalBuffer local(2 * kLen);
+  hixl::MemDesc md{};
+  md.addr = local.addr();
+  md.len = local.size();
+  hixl::MemHandle mh = nullptr;
+  ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(peer.name().c_str(), 3000), hixl::SUCCESS);
+  FillPattern(local.data(), local.size(), 9);
+  std::vector<hixl::TransferOpDesc> to_gone{{local.addr(), gone, kLen}};
+  ASSERT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, to_gone, 3000), hixl::SUCCESS);  // table copied
+  ASSERT_EQ(peer.Command("FILL " + std::to_string(gone_id) + " 1"), "OK");
+  ASSERT_EQ(peer.Command("DEREG " + std::to_string(gone_handle)), "OK");
+  const uint64_t untouched = peer.HashOf(gone_id, 0, kLen);
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, to_gone, 3000), hixl::PARAM_INVALID);
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::READ, to_gone, 3000), hixl::PARAM_INVALID);
+  EXPECT_EQ(peer.HashOf(gone_id, 0, kLen), untouched);
+  // Half of the batch lands in a live region: bytes moved, so FAILED.
+  std::vector<hixl::TransferOpDesc> mixed{{local.addr(), kept, kLen}, {local.addr() + kLen, gone, kLen}};
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, mixed, 3000), hixl::FAILED);
+  EXPECT_EQ(peer.HashOf(gone_id, 0, kLen), untouched);
+  // The link is fine for what is still registered.
+  std::vector<hixl::TransferOpDesc> to_kept{{local.addr(), kept, kLen}};
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, to_kept, 3000), hixl::SUCCESS);
+  EXPECT_EQ(peer.HashOf(kept_id, 0, kLen), Hash(local.data(), kLen));
+  e.Finalize();
+  peer.Stop();
+}
+
 TEST(SilentListener, ConnectTimesOutInTime) {
   // The kernel completes the TCP handshake for a listening socket even if
   // nobody calls accept(): the perfect server that never answers.

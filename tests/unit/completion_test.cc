@@ -226,5 +226,51 @@ TEST(CompletionTest, ConcurrentFailuresFinishOnce) {
   }
 }
 
+TEST(CompletionTest, RefusedPartsAloneArePARAM_INVALID) {
+  // Refused by the peer, nothing moved: the batch is PARAM_INVALID, and only
+  // once every part is in (a refusal is not a failure that ends it early).
+  Completion c;
+  c.AddParts(3);
+  c.PartDone(kRefused);
+  Status s = SUCCESS;
+  EXPECT_FALSE(c.Poll(&s));
+  c.PartSkipped();  // a guard moves nothing either
+  c.PartDone(kRefused);
+  ASSERT_TRUE(c.Poll(&s));
+  EXPECT_EQ(s, PARAM_INVALID);
+}
+
+TEST(CompletionTest, RefusedBesideAMovedPartIsFAILED) {
+  for (bool refused_first : {true, false}) {
+    Completion c;
+    c.AddParts(2);
+    c.PartDone(refused_first ? kRefused : SUCCESS);
+    c.PartDone(refused_first ? SUCCESS : kRefused);
+    Status s = SUCCESS;
+    ASSERT_TRUE(c.Poll(&s));
+    EXPECT_EQ(s, FAILED) << refused_first;
+  }
+}
+
+TEST(CompletionTest, AFailureStillEndsARefusedBatchAtOnce) {
+  Completion c;
+  c.AddParts(3);
+  c.PartDone(kRefused);
+  c.PartDone(TIMEOUT);
+  Status s = SUCCESS;
+  ASSERT_TRUE(c.Poll(&s));
+  EXPECT_EQ(s, TIMEOUT);
+}
+
+TEST(CompletionTest, SkippedPartsAloneAreSUCCESS) {
+  Completion c;
+  c.AddParts(2);
+  c.PartSkipped();
+  c.PartDone(SUCCESS);
+  Status s = FAILED;
+  ASSERT_TRUE(c.Poll(&s));
+  EXPECT_EQ(s, SUCCESS);
+}
+
 }  // namespace
 }  // namespace hixl

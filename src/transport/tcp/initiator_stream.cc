@@ -466,12 +466,12 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   --send_idx_;
   f.status = WireStatus(cur_.status);
   // The batch was checked against the target's regions before it was sent:
-  // a refusal now means a region went away meanwhile, after other frames of
-  // the batch may have moved. FAILED, then: PARAM_INVALID promises that
-  // nothing did.
+  // a refusal now means a region went away meanwhile (our copy of the table
+  // was stale). This frame moved nothing, but others of the batch may have:
+  // the batch's completion tells (see kRefused).
   const bool data_frame = f.req->type == wire::MsgType::kWriteReq || f.req->type == wire::MsgType::kReadReq;
   if (f.status == PARAM_INVALID && data_frame) {
-    f.status = FAILED;
+    f.status = kRefused;
   }
   f.body = reader_.TakeBody();
   reader_.ExpectHeader();
