@@ -164,6 +164,14 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   if (s != SUCCESS) return s;
   auto t = std::make_shared<AsyncTransfer>();
   t->user_data = args.user_data;
+  if (descs.empty()) {
+    // As TransferSync: nothing to move is SUCCESS, connected or not; the
+    // request reports COMPLETED at its first query.
+    req = async_.Add(t);
+    t->done->Finish(SUCCESS);
+    AsyncTransfers::Submitted(t);
+    return SUCCESS;
+  }
   const Clock::time_point now = Clock::now();
   t->deadline = Deadline::AfterMillis(opts_.async_timeout_ms, now);
   // Connecting first (AutoConnect) and refreshing the remote region table

@@ -84,6 +84,11 @@ TEST_P(AsyncTest, ErrorsAreReturnedAtOnce) {
   std::vector<hixl::TransferOpDesc> ok{{local_->addr(), remote_addr_, 64}};
   EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, ok, args, req), hixl::NOT_CONNECTED);
   EXPECT_EQ(engine_.TransferAsync("garbage", hixl::WRITE, ok, args, req), hixl::PARAM_INVALID);
+  // Nothing to move: SUCCESS, connected or not, as TransferSync.
+  EXPECT_EQ(engine_.TransferSync(remote_.c_str(), hixl::WRITE, {}, 1000), hixl::SUCCESS);
+  req = nullptr;
+  ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, {}, args, req), hixl::SUCCESS);
+  EXPECT_EQ(WaitFor(engine_, req, 1), hixl::TransferStatus::COMPLETED);
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   EXPECT_EQ(engine_.TransferAsync(remote_.c_str(), static_cast<hixl::TransferOp>(5), ok, args, req),
             hixl::PARAM_INVALID);
