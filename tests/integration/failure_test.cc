@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "common/log.h"
 #include "integration/fixture.h"
 #include "integration/net_util.h"
 #include "transport/tcp/listener.h"
@@ -512,17 +513,21 @@ TEST_P(FailureTcpTest, ATargetSendingALongReadIsNotCutForMissingPings) {
   EXPECT_EQ(got, want) << "the target stopped after " << SecondsSince(t0) << " s";
 }
 
-long PeerRssMiB(pid_t pid) {
+// A field of /proc/<pid>/status in MiB ("VmRSS:", or "VmHWM:" for the peak).
+long StatusMiB(pid_t pid, const char *field = "VmRSS:") {
   std::FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
   if (f == nullptr) return -1;
   char line[256];
   long kib = -1;
+  const size_t n = std::strlen(field);
   while (std::fgets(line, sizeof(line), f) != nullptr) {
-    if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::atol(line + 6);
+    if (std::strncmp(line, field, n) == 0) kib = std::atol(line + n);
   }
   std::fclose(f);
   return kib < 0 ? -1 : kib / 1024;
 }
+
+long PeerRssMiB(pid_t pid) { return StatusMiB(pid); }
 
 TEST_P(FailureTcpTest, SmallSegmentReadsDoNotMultiplyTheTargetsMemory) {
   // Each READ names the same KiB 65536 times: 1 MiB of request for 64 MiB of
@@ -603,6 +608,90 @@ TEST(StaleRegionTable, RemoteDeregisteredRegionIsParamInvalidWhenNothingMoved) {
   EXPECT_EQ(peer.HashOf(kept_id, 0, kLen), Hash(local.data(), kLen));
   e.Finalize();
   peer.Stop();
+}
+
+TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
+  // A target that answers the handshake, then sends REVOKE after REVOKE and
+  // reads nothing: the initiator must not queue acknowledgements without
+  // bound (nor hold its stream for the whole flood); it closes the link, and
+  // calls on it end within their timeout.
+  SilentListener listener;
+  ASSERT_GT(listener.port, 0);
+  const int ls = listener.fd;
+  std::atomic<bool> stop{false};
+  std::thread target([ls, &stop] {
+    std::vector<int> fds;
+    for (int stream = 0; stream < 2; ++stream) {
+      pollfd p{ls, POLLIN, 0};
+      if (poll(&p, 1, 3000) <= 0) break;
+      int fd = accept(ls, nullptr, nullptr);
+      if (fd < 0) break;
+      fds.push_back(fd);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      uint8_t hdr[hixl::wire::kHeaderSize];
+      hixl::wire::FrameHeader h;
+      if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+          hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
+        break;
+      }
+      std::vector<uint8_t> hello(h.body_len);
+      if (!RecvExactly(fd, hello.data(), hello.size(), deadline)) break;
+      hixl::wire::HelloAck ack;
+      ack.host.boot_id = "another host";
+      std::vector<uint8_t> body;
+      hixl::wire::EncodeHelloAck(ack, &body);
+      hixl::wire::FrameHeader a;
+      a.type = hixl::wire::MsgType::kHelloAck;
+      if (!SendAll(fd, Frame(a, body))) break;
+    }
+    if (fds.empty()) return;
+    // The flood, on stream 0, while it takes (the kernel buffers fill).
+    std::vector<uint8_t> flood;
+    for (uint64_t i = 0; i < 4096; ++i) {
+      std::vector<uint8_t> body;
+      hixl::wire::EncodeRevoke({0x10000 + 4096 * i, 4096}, &body);
+      hixl::wire::FrameHeader r;
+      r.type = hixl::wire::MsgType::kRevoke;
+      r.req_id = i + 1;
+      auto f = Frame(r, body);
+      flood.insert(flood.end(), f.begin(), f.end());
+    }
+    timeval tv{0, 200000};
+    setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    for (int round = 0; round < 200 && !stop.load(); ++round) {
+      if (send(fds[0], flood.data(), flood.size(), MSG_NOSIGNAL) < 0 && errno != EAGAIN) break;
+    }
+    for (int fd : fds) close(fd);
+  });
+  const long peak_before = StatusMiB(getpid(), "VmHWM:");
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  hixl::SetLogLevel(hixl::LogLevel::kInfo);
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(e.Connect(listener.name().c_str(), 3000), hixl::SUCCESS);
+  LocalBuffer local(4096);
+  hixl::MemDesc md{};
+  md.addr = local.addr();
+  md.len = local.size();
+  hixl::MemHandle mh = nullptr;
+  ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  // The region table is empty: PARAM_INVALID if the link were still up and
+  // usable; NOT_CONNECTED or FAILED once it was closed. Either way, at once.
+  std::vector<hixl::TransferOpDesc> d{{local.addr(), 0x10000, 64}};
+  hixl::Status s = e.TransferSync(listener.name().c_str(), hixl::READ, d, 1000);
+  EXPECT_LT(SecondsSince(t0), 1.5);
+  EXPECT_NE(s, hixl::SUCCESS);
+  stop.store(true);
+  e.Finalize();
+  std::string log = ::testing::internal::GetCapturedStderr();
+  hixl::SetLogLevel(hixl::LogLevel::kError);
+  // Each queued acknowledgement costs about half a KiB: 600,000 of them
+  // (what 40 MB of REVOKEs made before the cap) were some 300 MiB.
+  EXPECT_LT(StatusMiB(getpid(), "VmHWM:") - peak_before, 100);
+  EXPECT_TRUE(log.find("REVOKEs without taking their acknowledgements") != std::string::npos) << log.substr(0, 2000);
+  target.join();
 }
 
 TEST(SilentListener, ConnectTimesOutInTime) {

@@ -395,7 +395,11 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
   if (err != wire::HeaderError::kOk) {
     bad = std::string("bad reply header: ") + wire::HeaderErrorName(err);
   } else if (rx_push_) {
-    if (cur_.body_len != 16 || cur_.payload_len != 0) bad = "malformed REVOKE";
+    if (cur_.body_len != 16 || cur_.payload_len != 0) {
+      bad = "malformed REVOKE";
+    } else if (++unacked_revokes_ > kMaxUnackedRevokes) {
+      bad = "more than " + std::to_string(kMaxUnackedRevokes) + " REVOKEs without taking their acknowledgements";
+    }
   } else if (send_idx_ == 0) {
     bad = std::string("unexpected ") + wire::MsgTypeName(cur_.type) + " with no request outstanding";
   } else {
@@ -481,6 +485,7 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
 
 void InitiatorStream::PopUnansweredLocked(FinishedList *fin) {
   while (!q_.empty() && !wire::ExpectsReply(q_.front()->type) && q_.front()->out_cursor.done()) {
+    if (q_.front()->type == wire::MsgType::kRevokeAck && unacked_revokes_ > 0) --unacked_revokes_;
     fin->push_back(Finished{std::move(q_.front()), SUCCESS, {}});
     q_.pop_front();
     --send_idx_;
@@ -500,6 +505,7 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   send_idx_ = 0;
   awaiting_ = 0;
   q_cost_ = 0;
+  unacked_revokes_ = 0;
   {
     // Later posts fail at once; what waits in the inbox fails in PumpLocked.
     std::lock_guard<std::mutex> sub(sub_mu_);

@@ -100,6 +100,11 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // the same bytes; the worker takes over again when the polls stop.
   void Progress();
   static constexpr std::chrono::milliseconds kPollLease{2};
+  // REVOKEs received and not yet acknowledged on the wire, at most. A target
+  // revokes one region at a time per DeregisterMem (and has at most a few
+  // hundred regions); more means a target that floods us while not reading
+  // our acknowledgements: the stream is closed rather than let them pile up.
+  static constexpr size_t kMaxUnackedRevokes = 1024;
   // Submit, and if the stream was idle, receive the replies on the calling
   // thread until these requests are answered, the stream closes or
   // `deadline` passes: a small synchronous transfer then costs one wake-up,
@@ -182,6 +187,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   size_t awaiting_ = 0;   // requests in q_ that expect a reply
   uint64_t q_cost_ = 0;   // their cost
+  size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   bool out_armed_ = false;
