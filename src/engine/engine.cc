@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "engine/host_identity.h"
+#include "transport/shm/socket_owner.h"
 #include "transport/tcp/listener.h"
 #include "transport/tcp/socket.h"
 #include "wire/frame.h"
@@ -221,9 +222,22 @@ bool Engine::SameHost(const wire::HostIdentity &other) const {
   return !host_.boot_id.empty() && other.boot_id == host_.boot_id && other.pid_ns == host_.pid_ns && other.pid != 0;
 }
 
-void Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
-  // Only a peer on this host can copy into our memory without asking.
-  if (SameHost(hello.host)) revocation_.AddPeer(stream);
+bool Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
+  // Only a peer on this host can copy into our memory without asking, and
+  // only one that is the process it claims to be: anyone could claim our
+  // host identity (it is in every HELLO_ACK) and then, never acknowledging
+  // a REVOKE, hold every DeregisterMem for kRevokeLimit. One whose claim
+  // cannot be checked is not told our pid, so it uses tcp, and nothing
+  // needs revoking from it.
+  if (!SameHost(hello.host) || !opts_.AllowsProtocol("shm")) return false;
+  std::string why;
+  if (!shm::PeerHoldsSocket(stream->fd(), static_cast<pid_t>(hello.host.pid), &why)) {
+    HIXL_LOGW("serving %s: it claims to be pid %u on this host, which could not be confirmed (%s); it gets tcp",
+              hello.initiator.c_str(), hello.host.pid, why.c_str());
+    return false;
+  }
+  revocation_.AddPeer(stream);
+  return true;
 }
 
 void Engine::OnControlStreamClosed(tcp::TargetStream *stream) { revocation_.RemovePeer(stream); }

@@ -75,7 +75,7 @@ class Engine : public tcp::TargetContext {
   std::vector<wire::RegionInfo> ExportRegions() override { return registry_.Export(); }
   Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) override;
   Status OnNotify(uint64_t link_key, wire::Notify &&notify) override;
-  void OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
+  bool OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
   void OnControlStreamClosed(tcp::TargetStream *stream) override;
   void OnRevokeAck(uint64_t id) override { revocation_.OnAck(id); }
 

@@ -135,14 +135,17 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
 uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) {
   const bool allow_shm = opts_.AllowsProtocol("shm");
   const bool allow_tcp = opts_.AllowsProtocol("tcp");
-  std::string why = ack.host.pid == 0 ? "the target accepts no direct copies (its protocol_desc leaves out shm)"
-                                      : "it runs on another host";
-  if (allow_shm && SameHost(ack.host)) {
+  std::string why = "it runs on another host";
+  const bool same_host = !host_.boot_id.empty() && ack.host.boot_id == host_.boot_id && ack.host.pid_ns == host_.pid_ns;
+  if (allow_shm && same_host) {
     // The pid is the target's word: it must also hold the far end of the
     // socket we dialed, or a local impostor could name another process of
     // ours for us to write into.
     const auto pid = static_cast<pid_t>(ack.host.pid);
-    if (!shm::ShmChannel::Probe(pid, &why)) {
+    if (pid == 0) {
+      why = "the target offers no direct copies (its protocol_desc leaves out shm, or it could not confirm which "
+            "process we are)";
+    } else if (!shm::ShmChannel::Probe(pid, &why)) {
       why = "the kernel refuses cross-process copies (" + why + ")";
     } else if (!shm::PeerHoldsSocket(fd, pid, &why)) {
       why = "the target names pid " + std::to_string(pid) + ", which could not be confirmed: " + why;

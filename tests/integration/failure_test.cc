@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "engine/host_identity.h"
 #include "integration/fixture.h"
 #include "integration/net_util.h"
 #include "transport/tcp/listener.h"
@@ -361,7 +362,10 @@ bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_poin
 }
 
 // A raw stream that has completed its handshake with `target`, or -1.
-int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0) {
+// `host`: who we claim to be (default: nobody in particular); `ack_out`:
+// the target's answer.
+int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0,
+                 const hixl::wire::HostIdentity *host = nullptr, hixl::wire::HelloAck *ack_out = nullptr) {
   int fd = RawConnect(target);
   if (fd < 0) return -1;
   hixl::wire::Hello hello;
@@ -369,6 +373,7 @@ int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_m
   hello.target = target;
   hello.link_nonce = nonce;
   hello.heartbeat_ms = heartbeat_ms;
+  if (host != nullptr) hello.host = *host;
   std::vector<uint8_t> body;
   hixl::wire::EncodeHello(hello, &body);
   hixl::wire::FrameHeader h;
@@ -383,6 +388,7 @@ int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_m
             hixl::wire::DecodeHeader(hdr, &ack) == hixl::wire::HeaderError::kOk &&
             (ack_body.resize(ack.body_len), RecvExactly(fd, ack_body.data(), ack_body.size(), deadline)) &&
             ack.status == hixl::SUCCESS;
+  if (ok && ack_out != nullptr) ok = hixl::wire::DecodeHelloAck(ack_body.data(), ack_body.size(), ack_out);
   if (!ok) {
     close(fd);
     return -1;
@@ -692,6 +698,37 @@ TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
   EXPECT_LT(StatusMiB(getpid(), "VmHWM:") - peak_before, 100);
   EXPECT_TRUE(log.find("REVOKEs without taking their acknowledgements") != std::string::npos) << log.substr(0, 2000);
   target.join();
+}
+
+TEST(SameHostClaim, AnUnprovenClaimGetsNoPidAndDoesNotHoldDeregisterMem) {
+  // Our host identity is in every HELLO_ACK: anyone can claim it, name a
+  // pid, and then never acknowledge a REVOKE. The target must check the
+  // claim (the pid has to hold the far end of the socket): a false one is
+  // not told the target's pid and is not waited for by DeregisterMem (which
+  // waited 10 s for it before).
+  PeerProcess peer;
+  ASSERT_TRUE(peer.Start());
+  size_t id = 0;
+  uintptr_t handle = 0;
+  ASSERT_NE(peer.AllocRegistered(1u << 20, &id, &handle), 0u);
+  hixl::wire::HostIdentity claim = hixl::LocalHostIdentity();
+  claim.pid = 1;  // not the process at our end of the socket
+  hixl::wire::HelloAck ack;
+  int liar = RawHandshake(peer.name(), 81, 0, &claim, &ack);
+  ASSERT_GE(liar, 0);
+  EXPECT_EQ(ack.host.pid, 0u) << "the target offered direct copies to an unproven peer";
+  // The truth: this process does hold its end of the socket.
+  claim.pid = static_cast<uint32_t>(getpid());
+  hixl::wire::HelloAck honest_ack;
+  int honest = RawHandshake(peer.name(), 82, 0, &claim, &honest_ack);
+  ASSERT_GE(honest, 0);
+  EXPECT_EQ(honest_ack.host.pid, static_cast<uint32_t>(peer.pid()));
+  close(honest);  // (it would be waited for: a proven same-host peer)
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(peer.Command("DEREG " + std::to_string(handle)), "OK");
+  EXPECT_LT(SecondsSince(t0), 3.0) << "DeregisterMem waited for a peer whose claim was never checked";
+  close(liar);
+  peer.Stop();
 }
 
 TEST(SilentListener, ConnectTimesOutInTime) {

@@ -23,9 +23,11 @@ class TargetContext {
   virtual Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) = 0;
   // A notify arrived on link `link_key`: SUCCESS or NOTIFY_FAILED.
   virtual Status OnNotify(uint64_t link_key, wire::Notify &&notify) = 0;
-  // The first stream of a link finished its handshake / closed. Regions
-  // are revoked at peers through these streams.
-  virtual void OnControlStream(const std::shared_ptr<TargetStream> &stream, const wire::Hello &hello) = 0;
+  // The first stream of a link is being handshaken (before OnHello) /
+  // closed. Regions are revoked at peers through these streams. Returns
+  // whether the peer may copy into our memory itself (a proven process of
+  // this host); if not, the HELLO_ACK names no pid.
+  virtual bool OnControlStream(const std::shared_ptr<TargetStream> &stream, const wire::Hello &hello) = 0;
   virtual void OnControlStreamClosed(TargetStream *stream) = 0;
   // The peer has forgotten the region of revocation `id` (or its stream
   // closed, which is as good).

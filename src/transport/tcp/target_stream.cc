@@ -383,15 +383,19 @@ bool TargetStream::OnHello() {
     ack.reason = "malformed HELLO";
   } else {
     who_ = hello.initiator + " (" + peer_ + ")";
+    bool direct = false;
     if (hello.stream_index == 0) {
       // Counted among the peers to revoke from before it gets the region
       // table: a DeregisterMem from now on reaches it (its REVOKE is posted
       // to this thread, so it follows the HELLO_ACK), and one before left
       // the region out of the table.
       control_ = true;
-      ctx_->OnControlStream(shared_from_this(), hello);
+      direct = ctx_->OnControlStream(shared_from_this(), hello);
     }
     s = ctx_->OnHello(hello, &ack);
+    // Only stream 0's answer chooses the transport; a peer that may not
+    // copy directly is told no pid to copy into.
+    if (!direct) ack.host.pid = 0;
   }
   std::vector<uint8_t> body;
   wire::EncodeHelloAck(ack, &body);
