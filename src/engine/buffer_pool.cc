@@ -5,6 +5,37 @@
 #include "common/log.h"
 
 namespace hixl {
+namespace {
+
+// Handing a buffer to a waiter can end in a release of that buffer on the
+// same stack (a round that fails at once on a closed link), which hands it
+// to the next waiter, and so on: with thousands of waiters that overflowed
+// the stack. While a thread is handing out buffers, what it would hand out
+// in a nested call is queued here and handed out by the outermost call, one
+// after the other.
+struct Handoff {
+  BufferPool::Ready ready;
+  BufferPool::Buffer *buffer;
+};
+thread_local std::deque<Handoff> *tl_handoffs = nullptr;
+
+void Deliver(BufferPool::Ready ready, BufferPool::Buffer *b) {
+  if (tl_handoffs != nullptr) {
+    tl_handoffs->push_back({std::move(ready), b});
+    return;
+  }
+  std::deque<Handoff> queued;
+  tl_handoffs = &queued;
+  ready(b);
+  while (!queued.empty()) {
+    Handoff h = std::move(queued.front());
+    queued.pop_front();
+    h.ready(h.buffer);
+  }
+  tl_handoffs = nullptr;
+}
+
+}  // namespace
 
 BufferPool::BufferPool(size_t count, size_t size) : size_(size) {
   if (count == 0 || size == 0) return;
@@ -33,7 +64,7 @@ void BufferPool::Acquire(Ready ready) {
     b = free_.back();
     free_.pop_back();
   }
-  ready(b);
+  Deliver(std::move(ready), b);
 }
 
 void BufferPool::Release(Buffer *b) {
@@ -47,7 +78,7 @@ void BufferPool::Release(Buffer *b) {
     next = std::move(waiters_.front());
     waiters_.pop_front();
   }
-  next(b);  // straight to the oldest waiter
+  Deliver(std::move(next), b);  // straight to the oldest waiter
 }
 
 size_t BufferPool::free_count() {

@@ -29,7 +29,8 @@ class BufferPool {
 
   bool enabled() const { return !buffers_.empty(); }
   // Calls `ready` with a buffer: now, on this thread, if one is free; else
-  // later, on the thread that releases one.
+  // later, on the thread that releases one. (Called from within a `ready`,
+  // either hands over after that `ready` returns: no recursion.)
   void Acquire(Ready ready);
   void Release(Buffer *b);
   size_t free_count();

@@ -156,6 +156,43 @@ TEST_P(BufferPoolTest, AsyncRelayEndsWhenThePeerDies) {
   EXPECT_LT(SecondsSince(t0), 3.0);
 }
 
+TEST_P(BufferPoolTest, ThousandsOfRelayedRequestsFailTogetherWithoutRecursing) {
+  // 20,000 async requests from unregistered memory wait for 2 staging
+  // buffers; the peer dies. Each failing round handed its buffer to the
+  // next waiter on the same stack, whose round failed at once, and so on:
+  // the I/O thread's stack overflowed. Every request must end, not WAITING.
+  Start("2:1");
+  constexpr size_t kRequests = 20000, kLen = 4096;
+  std::vector<uint8_t> src(kRequests * kLen, 0x33);
+  if (GetParam().transport == std::string("tcp")) peer_.Kill(SIGSTOP);  // keep the first rounds in flight
+  std::vector<hixl::TransferReq> reqs(kRequests, nullptr);
+  for (size_t i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE,
+                                    {{reinterpret_cast<uintptr_t>(src.data()) + i * kLen, remote_addr_ + (i % 4096) * kLen,
+                                      kLen}},
+                                    hixl::TransferArgs{}, reqs[i]),
+              hixl::SUCCESS);
+  }
+  peer_.Kill(SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  size_t waiting = kRequests;
+  while (waiting > 0 && SecondsSince(t0) < 20) {
+    waiting = 0;
+    for (auto &r : reqs) {
+      if (r == nullptr) continue;
+      hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+      ASSERT_EQ(engine_.GetTransferStatus(r, st), hixl::SUCCESS);
+      if (st == hixl::TransferStatus::WAITING) {
+        ++waiting;
+      } else {
+        r = nullptr;  // reported: released
+      }
+    }
+    if (waiting > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(waiting, 0u) << "requests still waiting 20 s after the peer died";
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, BufferPoolTest, AllNets(), NetName);
 
 // A relayed READ that times out never copies into the caller's memory
