@@ -200,6 +200,10 @@ Status Engine::Disconnect(const std::string &remote, int32_t timeout_ms) {
 }
 
 Status Engine::UseLink(const char *call, const std::string &key, Deadline deadline, LinkRef *out) {
+  if (stopping_) {  // a call racing Finalize (the channels refuse work too, should one slip past)
+    HIXL_LOGE("%s %s: the engine is finalizing", call, key.c_str());
+    return FAILED;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     LinkRef ref = links_.Acquire(key);
     if (ref && !ref->broken()) {

@@ -81,6 +81,23 @@ TEST(IoWorkerTest, TimedTasksAfterStopAreDropped) {
   EXPECT_FALSE(ran);
 }
 
+TEST(IoWorkerTest, PostSaysWhetherTheTaskWillRun) {
+  // A caller whose task is dropped (the worker stopped: the engine is
+  // finalizing) must hear of it, or what the task stood for (a share of an
+  // shm copy) would never finish.
+  IoWorker w("test worker");
+  ASSERT_TRUE(w.Start());
+  std::atomic<bool> ran{false};
+  EXPECT_TRUE(w.Post([&] { ran = true; }));
+  for (int i = 0; i < 200 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(ran);
+  w.Stop();
+  ran = false;
+  EXPECT_FALSE(w.Post([&] { ran = true; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(ran);
+}
+
 // Closes its fd and leaves the worker on its first event, as a stream whose
 // peer hung up at once does.
 class SelfClosing : public Pollable {

@@ -126,13 +126,20 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
     // Spread over the workers: async batches of one share each must not
     // all land on the first.
     tcp::IoWorker *w = (*workers_)[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_->size()].get();
-    w->Post([core = core_, job = jobs[i]] { core->Run(job); });
+    if (!w->Post([core = core_, job = jobs[i]] { core->Run(job); })) {
+      // The engine is finalizing (a transfer raced Finalize): the share
+      // fails now rather than leave the batch waiting out its deadline.
+      HIXL_LOGE("shm to pid %d: the engine is finalizing; a share of %zu piece(s) fails", core_->pid,
+                jobs[i]->pieces.size());
+      core_->Drop(jobs[i], FAILED);
+    }
   }
   if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);
 }
 
-void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
-  Status s = Copy(*job);
+void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) { Drop(job, Copy(*job)); }
+
+void ShmChannel::Core::Drop(const std::shared_ptr<Job> &job, Status s) {
   {
     std::lock_guard<std::mutex> lock(mu);
     jobs.remove(job);

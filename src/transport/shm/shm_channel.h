@@ -66,6 +66,8 @@ class ShmChannel : public Channel {
 
     ~Core();
     void Run(const std::shared_ptr<Job> &job);
+    // The job is over with `s`: out of the list, its part of the batch done.
+    void Drop(const std::shared_ptr<Job> &job, Status s);
     // Copies one batch; SUCCESS or the reason it stopped.
     Status Copy(Job &job);
     bool TargetAlive() const;

@@ -88,18 +88,21 @@ bool IoWorker::Modify(Pollable *p, uint32_t events) {
   return epoll_ctl(epfd_, EPOLL_CTL_MOD, p->fd(), &ev) == 0;
 }
 
-void IoWorker::Post(std::function<void()> fn) {
+bool IoWorker::Post(std::function<void()> fn) {
+  bool taken = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_ && !OnWorkerThread()) {
       // The loop is gone or going: drop the task. Whatever it owned (e.g. a
       // stream whose Add came too late) is released with it, closing its fd.
       fn = nullptr;
+      taken = false;
     } else {
       posted_.push_back(std::move(fn));
     }
   }
   Wake();
+  return taken;
 }
 
 void IoWorker::PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {

@@ -52,8 +52,9 @@ class IoWorker {
   void Remove(Pollable *p);
   // Thread-safe: epoll_ctl MOD.
   bool Modify(Pollable *p, uint32_t events);
-  // Runs `fn` on the worker thread, soon. Dropped once the worker stopped.
-  void Post(std::function<void()> fn);
+  // Runs `fn` on the worker thread, soon. Once the worker has stopped, `fn`
+  // is dropped and Post returns false (the caller finishes what it stood for).
+  bool Post(std::function<void()> fn);
   // Runs `fn` on the worker thread at `when` (give or take a millisecond).
   void PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);
   bool OnWorkerThread() const { return std::this_thread::get_id() == thread_.get_id(); }
