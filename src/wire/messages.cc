@@ -12,6 +12,15 @@ namespace {
 constexpr size_t kMaxBootId = 64;
 constexpr size_t kMaxReason = 512;
 
+// Names, reasons and host ids end up in our logs: a peer must not be able to
+// forge log lines (newlines) or drive a terminal (escapes) through them.
+bool Printable(const std::string &s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
 void EncodeHost(const HostIdentity &h, Writer *w) {
   w->Str(h.boot_id);
   w->U64(h.pid_ns);
@@ -79,7 +88,8 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   m->stream_count = r.U16();
   m->heartbeat_ms = r.U32();
   DecodeHost(&r, &m->host);
-  return r.Done() && m->stream_count > 0 && m->stream_index < m->stream_count;
+  return r.Done() && m->stream_count > 0 && m->stream_index < m->stream_count && Printable(m->initiator) &&
+         Printable(m->target) && Printable(m->host.boot_id);
 }
 
 void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out) {
@@ -96,7 +106,7 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
   m->reason = r.Str(kMaxReason);
   if (!DecodeRegionList(&r, &m->regions)) return false;
   DecodeHost(&r, &m->host);
-  return r.Done();
+  return r.Done() && Printable(m->target) && Printable(m->reason) && Printable(m->host.boot_id);
 }
 
 void EncodeRegions(const std::vector<RegionInfo> &regions, std::vector<uint8_t> *out) {

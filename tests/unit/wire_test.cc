@@ -442,6 +442,32 @@ TEST(MessagesTest, HelloAckRoundTrip) {
   }
 }
 
+TEST(MessagesTest, HandshakeStringsMustBePrintable) {
+  // They are logged: a newline would forge a log line, an escape drive a
+  // terminal.
+  for (const char *bad : {"a\nb", "\x1b[2J", "caf\xc3\xa9"}) {
+    Hello h;
+    h.initiator = bad;
+    std::vector<uint8_t> v;
+    EncodeHello(h, &v);
+    Hello hout;
+    EXPECT_FALSE(DecodeHello(v.data(), v.size(), &hout)) << bad;
+    HelloAck a = SampleHelloAck();
+    a.reason = bad;
+    v.clear();
+    EncodeHelloAck(a, &v);
+    HelloAck aout;
+    EXPECT_FALSE(DecodeHelloAck(v.data(), v.size(), &aout)) << bad;
+  }
+  Hello ok;
+  ok.initiator = "[::1]:5000";
+  ok.target = "127.0.0.1:26000";
+  std::vector<uint8_t> v;
+  EncodeHello(ok, &v);
+  Hello out;
+  EXPECT_TRUE(DecodeHello(v.data(), v.size(), &out));
+}
+
 TEST(MessagesTest, HelloAckRejectsMalformed) {
   HelloAck in = SampleHelloAck();
   HelloAck out;
