@@ -60,4 +60,20 @@ void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...)
                static_cast<long>(syscall(SYS_gettid)), Basename(file), line, msg);
 }
 
+std::string LogSafe(const std::string &s, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c <= 0x7e && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char esc[5];
+      std::snprintf(esc, sizeof(esc), "\\x%02x", c);
+      out += esc;
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
 }  // namespace hixl

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
+#include <string>
 
 namespace hixl {
 
@@ -14,6 +16,9 @@ bool LogEnabled(LogLevel level);
 void SetLogLevel(LogLevel level);
 void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+// A string from a peer, fit for a log line: bytes outside printable ASCII as
+// \xNN, and at most `max` of them (then "...").
+std::string LogSafe(const std::string &s, size_t max = 64);
 
 }  // namespace hixl
 
