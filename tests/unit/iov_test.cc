@@ -664,5 +664,26 @@ TEST(SendCursorsTest, ClosedPeerIsErrorWithoutSigpipe) {
   close(fds[1]);
 }
 
+TEST(BufferCacheTest, KeepsAtMostItsByteBudget) {
+  // A burst of big staging buffers must not stay with an idle stream.
+  BufferCache cache;
+  const size_t big = BufferCache::kMaxKept;
+  for (int i = 0; i < 8; ++i) {
+    ByteBuffer b;
+    b.Resize(big);
+    cache.Give(std::move(b));
+  }
+  EXPECT_LE(cache.kept_bytes(), BufferCache::kMaxKeptBytes);
+  EXPECT_GT(cache.kept_bytes(), 0u);
+  ByteBuffer again = cache.Take(1024);  // reused, with its storage
+  EXPECT_EQ(again.capacity(), big);
+  EXPECT_EQ(cache.kept_bytes(), BufferCache::kMaxKeptBytes - big);
+  ByteBuffer huge;
+  huge.Resize(BufferCache::kMaxKept + 1);
+  const size_t before = cache.kept_bytes();
+  cache.Give(std::move(huge));  // too big to keep at all
+  EXPECT_EQ(cache.kept_bytes(), before);
+}
+
 }  // namespace
 }  // namespace hixl::tcp

@@ -77,6 +77,7 @@ class BufferCache {
       if (!free_.empty()) {
         b = std::move(free_.back());
         free_.pop_back();
+        kept_bytes_ -= b.capacity();
       }
     }
     b.Resize(n);
@@ -85,14 +86,26 @@ class BufferCache {
   void Give(ByteBuffer &&b) {
     if (b.capacity() == 0 || b.capacity() > kMaxKept) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() < kMaxCount) free_.push_back(std::move(b));
+    if (free_.size() < kMaxCount && kept_bytes_ + b.capacity() <= kMaxKeptBytes) {
+      kept_bytes_ += b.capacity();
+      free_.push_back(std::move(b));
+    }
+  }
+  size_t kept_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_bytes_;
   }
 
- private:
   static constexpr size_t kMaxCount = 32;
   static constexpr size_t kMaxKept = 8u << 20;
+  // One per stream: an idle stream (of hundreds, on a server) must not sit
+  // on what a burst of small-segment frames once needed.
+  static constexpr size_t kMaxKeptBytes = 16u << 20;
+
+ private:
   std::mutex mu_;
   std::vector<ByteBuffer> free_;
+  size_t kept_bytes_ = 0;  // capacity of free_
 };
 
 // Small segments cost the kernel more per iovec than a memcpy costs per
