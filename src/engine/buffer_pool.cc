@@ -26,13 +26,15 @@ void Deliver(BufferPool::Ready ready, BufferPool::Buffer *b) {
   }
   std::deque<Handoff> queued;
   tl_handoffs = &queued;
+  struct Reset {
+    ~Reset() { tl_handoffs = nullptr; }  // also if a callback throws
+  } reset;
   ready(b);
   while (!queued.empty()) {
     Handoff h = std::move(queued.front());
     queued.pop_front();
     h.ready(h.buffer);
   }
-  tl_handoffs = nullptr;
 }
 
 }  // namespace

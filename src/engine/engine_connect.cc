@@ -1,5 +1,7 @@
 // engine_connect.cc: links to remote engines: Connect and Disconnect, their
 // async versions on the connect pool, auto-connect, heartbeats.
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/log.h"
@@ -142,22 +144,26 @@ uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) 
     // socket we dialed, or a local impostor could name another process of
     // ours for us to write into.
     const auto pid = static_cast<pid_t>(ack.host.pid);
+    // Opened before the proof: it then refers to the process proven, even
+    // if that one exits and its pid is reused.
+    const int pidfd = pid != 0 ? shm::ShmChannel::OpenPidfd(pid) : -1;
     if (pid == 0) {
       why = "the target offers no direct copies (its protocol_desc leaves out shm, or it could not confirm which "
             "process we are)";
     } else if (!shm::ShmChannel::Probe(pid, &why)) {
       why = "the kernel refuses cross-process copies (" + why + ")";
-    } else if (!shm::PeerHoldsSocket(fd, pid, &why)) {
+    } else if (!shm::PeerHoldsSocket(fd, pid, &why) || shm::ShmChannel::Exited(pidfd)) {
       why = "the target names pid " + std::to_string(pid) + ", which could not be confirmed: " + why;
     } else {
       // The channel asks the TCP link (set once Open returns) whether the
       // target is still there.
       Link *l = &link;
       link.shm = std::make_unique<shm::ShmChannel>(
-          pid, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &workers_);
+          pid, pidfd, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &workers_);
       HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
       return 1;  // one TCP stream for control
     }
+    if (pidfd >= 0) close(pidfd);
     if (allow_tcp) HIXL_LOGW("link to %s: not using shm: %s; falling back to tcp", link.name.c_str(), why.c_str());
   }
   if (!allow_tcp) {

@@ -36,7 +36,9 @@ bool Revocation::RevokeEverywhere(const wire::RegionInfo &region, std::chrono::m
   }
   // Each stream belongs to one worker thread: hand the push to it.
   for (auto &s : streams) {
-    s->worker()->Post([s, id, region] { s->PushRevoke(id, region); });
+    // A worker that has stopped (Finalize) closed its streams: as good as
+    // an acknowledgement.
+    if (!s->worker()->Post([s, id, region] { s->PushRevoke(id, region); })) OnAck(id);
   }
   std::unique_lock<std::mutex> lock(mu_);
   bool done = cv_.wait_for(lock, limit, [&] { return waiting_[id] == 0; });

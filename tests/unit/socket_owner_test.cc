@@ -116,6 +116,38 @@ INSTANTIATE_TEST_SUITE_P(Families, SocketOwnerTest,
                            return std::string(info.param.second == AF_INET6 ? "IPv6" : "IPv4MappedIPv6");
                          });
 
+TEST(SocketOwner, AHolderThatDoesNotRunAsUsIsRefused) {
+  // The far end passed on to a process of another user, or to a setuid
+  // program (real uid someone else, effective uid ours): holding the socket
+  // proves nothing then.
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to change a child's user ids";
+  for (bool setuid_like : {false, true}) {
+    Pair p(AF_INET, AF_INET);
+    ASSERT_GE(p.server, 0);
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {
+      // Keeps its copy of both ends (as an inheriting child would).
+      int rc = setuid_like ? setresuid(65534, 0, 0) : setresuid(65534, 65534, 65534);
+      char c = rc == 0 ? 1 : 0;
+      if (write(ready[1], &c, 1) != 1) _exit(1);
+      pause();
+      _exit(0);
+    }
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1);
+    ASSERT_EQ(c, 1) << "setresuid failed";
+    std::string why;
+    EXPECT_FALSE(PeerHoldsSocket(p.client, child, &why)) << (setuid_like ? "setuid-like" : "other user");
+    EXPECT_NE(why.find("does not run as our user"), std::string::npos) << why;
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    close(ready[0]);
+    close(ready[1]);
+  }
+}
+
 TEST(SocketOwner, UnconnectedSocketIsRefused) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   std::string why;

@@ -63,17 +63,30 @@ bool ShmChannel::Probe(pid_t pid, std::string *why) {
   return false;
 }
 
-ShmChannel::ShmChannel(pid_t pid, const RemoteRegions *regions, std::function<bool()> alive,
-                       const std::vector<std::unique_ptr<tcp::IoWorker>> *workers)
-    : core_(std::make_shared<Core>()), workers_(workers) {
-  core_->pid = pid;
-  core_->regions = regions;
-  core_->alive = std::move(alive);
+int ShmChannel::OpenPidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   // A pidfd tells reliably when the target exits, so that a recycled pid
   // never receives our bytes.
-  core_->pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
 #endif
+}
+
+bool ShmChannel::Exited(int pidfd) {
+  if (pidfd < 0) return false;
+  pollfd p{pidfd, POLLIN, 0};
+  return poll(&p, 1, 0) != 0;  // readable: the process has exited
+}
+
+ShmChannel::ShmChannel(pid_t pid, int pidfd, const RemoteRegions *regions, std::function<bool()> alive,
+                       const std::vector<std::unique_ptr<tcp::IoWorker>> *workers)
+    : core_(std::make_shared<Core>()), workers_(workers) {
+  core_->pid = pid;
+  core_->pidfd = pidfd;
+  core_->regions = regions;
+  core_->alive = std::move(alive);
 }
 
 ShmChannel::~ShmChannel() {
@@ -91,9 +104,7 @@ ShmChannel::Core::~Core() {
 
 bool ShmChannel::Core::TargetAlive() const {
   if (!alive()) return false;
-  if (pidfd < 0) return true;
-  pollfd p{pidfd, POLLIN, 0};
-  return poll(&p, 1, 0) == 0;  // readable: the process has exited
+  return !Exited(pidfd);
 }
 
 void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,

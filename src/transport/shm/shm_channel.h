@@ -35,8 +35,15 @@ class ShmChannel : public Channel {
   // `regions` and `alive` must outlive the channel; `alive` says whether the
   // link (and so the target process) is still there. Async batches run on
   // `workers`.
-  ShmChannel(pid_t pid, const RemoteRegions *regions, std::function<bool()> alive,
+  // `pidfd` (from OpenPidfd, or -1) is taken over: it must have been opened
+  // before the pid was proven to be the target, so that it is sure to
+  // refer to that process and not to one that got its pid later.
+  ShmChannel(pid_t pid, int pidfd, const RemoteRegions *regions, std::function<bool()> alive,
              const std::vector<std::unique_ptr<tcp::IoWorker>> *workers);
+  // A pidfd for `pid` (-1 where the kernel has none), and whether the
+  // process it refers to has exited.
+  static int OpenPidfd(pid_t pid);
+  static bool Exited(int pidfd);
   ~ShmChannel() override;
 
   const char *name() const override { return "shm"; }

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -172,9 +173,45 @@ bool ProcFarEndInode(pid_t pid, const sockaddr_storage &local, const sockaddr_st
   return false;
 }
 
+// True when `pid` lives in another network namespace than we do: only then
+// can its end of a connection be missing from our socket tables (reading
+// its tables walks every connection of its namespace: not worth doing for
+// a pid that merely claims to be here).
+bool OtherNetns(pid_t pid) {
+  struct stat ours {}, theirs {};
+  const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+  return stat("/proc/self/ns/net", &ours) == 0 && stat(path.c_str(), &theirs) == 0 && ours.st_ino != theirs.st_ino;
+}
+
+// Holding the socket is not enough: an impostor's accepted socket is
+// inherited by what it starts, setuid programs included, and passes over
+// SCM_RIGHTS. The process must also run as us, every one of its user ids,
+// and not be in the middle of a set-group-id: then it has no privilege that
+// we would lend it by writing into it.
+bool RunsAsUs(pid_t pid, std::string *why) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  bool uid_ok = false, gid_ok = false;
+  const auto me = static_cast<unsigned long>(geteuid());
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string key;
+    unsigned long real = 0, eff = 0, saved = 0, fs = 0;
+    if (!(f >> key >> real >> eff >> saved >> fs)) continue;
+    if (key == "Uid:") uid_ok = real == me && eff == me && saved == me && fs == me;
+    if (key == "Gid:") gid_ok = real == eff && eff == saved && saved == fs;
+  }
+  if (!uid_ok || !gid_ok) {
+    *why = "process " + std::to_string(pid) + " does not run as our user (uid " + std::to_string(me) +
+           ") with one set of ids";
+  }
+  return uid_ok && gid_ok;
+}
+
 }  // namespace
 
 bool PeerHoldsSocket(int fd, pid_t pid, std::string *why) {
+  if (!RunsAsUs(pid, why)) return false;
   sockaddr_storage local{}, peer{};
   socklen_t ll = sizeof(local), pl = sizeof(peer);
   if (getsockname(fd, reinterpret_cast<sockaddr *>(&local), &ll) != 0 ||
@@ -183,7 +220,10 @@ bool PeerHoldsSocket(int fd, pid_t pid, std::string *why) {
     return false;
   }
   uint64_t inode = 0;
-  if (!DiagFarEndInode(local, peer, &inode, why) && !ProcFarEndInode(pid, local, peer, &inode, why)) return false;
+  if (!DiagFarEndInode(local, peer, &inode, why) &&
+      (!OtherNetns(pid) || !ProcFarEndInode(pid, local, peer, &inode, why))) {
+    return false;
+  }
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   FdCloser dfd{open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   DIR *d = dfd.fd >= 0 ? fdopendir(dfd.fd) : nullptr;

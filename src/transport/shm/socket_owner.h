@@ -15,11 +15,11 @@
 
 namespace hixl::shm {
 
-// True when process `pid` has an open file descriptor for the socket at the
-// other end of the connected TCP socket `fd`. False (with `why`) when it has
-// none, or when that cannot be told: the far end is in another network
-// namespace, the kernel offers no socket diagnostics, or /proc/<pid>/fd is
-// not readable to us.
+// True when process `pid` runs as our user (all its user ids, and no
+// set-group-id in effect) and has an open file descriptor for the socket at
+// the other end of the connected TCP socket `fd`. False (with `why`) when
+// not, or when that cannot be told: the far end is behind NAT, the kernel
+// offers no socket diagnostics, or /proc/<pid> is not readable to us.
 bool PeerHoldsSocket(int fd, pid_t pid, std::string *why);
 
 }  // namespace hixl::shm

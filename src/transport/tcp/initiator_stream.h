@@ -187,7 +187,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   size_t awaiting_ = 0;   // requests in q_ that expect a reply
   uint64_t q_cost_ = 0;   // their cost
-  size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent
+  size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent and off the queue
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   bool out_armed_ = false;

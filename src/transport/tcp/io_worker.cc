@@ -180,6 +180,16 @@ void IoWorker::Loop() {
   RunPosted();
   for (auto &[raw, p] : owned_) p->OnShutdown();
   owned_.clear();
+  // Tasks posted from this thread meanwhile were accepted (Post said so):
+  // shutting streams down fails requests, which may hand work on (a relay
+  // submitting its next round). Run them, and what they post, too.
+  for (int round = 0; round < 1000; ++round) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (posted_.empty()) break;
+    }
+    RunPosted();
+  }
   load_.store(0);
 }
 
