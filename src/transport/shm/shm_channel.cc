@@ -122,6 +122,7 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
     if (part.empty()) continue;
     auto job = std::make_shared<Job>();
     job->is_write = is_write;
+    for (const Piece &p : part) job->bytes += p.len;
     job->pieces = std::move(part);
     job->done = done;
     job->deadline = deadline;
@@ -148,7 +149,24 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
   if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);
 }
 
-void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) { Drop(job, Copy(*job)); }
+void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
+  if (job->claimed.exchange(true)) return;  // a poller ran it (see Progress)
+  Drop(job, Copy(*job));
+}
+
+void ShmChannel::Progress() {
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    for (const auto &j : core_->jobs) {
+      if (!j->claimed.load(std::memory_order_relaxed)) {
+        if (j->bytes <= kStealBytes) job = j;
+        break;  // the oldest only: requests finish in about the order posted
+      }
+    }
+  }
+  if (job != nullptr) core_->Run(job);  // Run claims it, or finds it taken
+}
 
 void ShmChannel::Core::Drop(const std::shared_ptr<Job> &job, Status s) {
   {

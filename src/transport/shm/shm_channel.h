@@ -50,10 +50,17 @@ class ShmChannel : public Channel {
   void Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
               Deadline deadline, bool caller_waits) override;
   void Cancel(const Completion *done) override;
+  // A caller polling an async request copies the oldest queued share (of at
+  // most kStealBytes) itself, so that a poller and the I/O worker copy side
+  // by side instead of one waiting for the other.
+  void Progress() override;
+  static constexpr size_t kStealBytes = 1u << 20;
 
  private:
   struct Job {
     bool is_write;
+    size_t bytes = 0;
+    std::atomic<bool> claimed{false};  // a thread has taken it to run
     std::vector<Piece> pieces;
     std::shared_ptr<Completion> done;
     Deadline deadline = Deadline::Never();
