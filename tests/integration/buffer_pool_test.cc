@@ -167,9 +167,8 @@ TEST_P(BufferPoolTest, ThousandsOfRelayedRequestsFailTogetherWithoutRecursing) {
   if (GetParam().transport == std::string("tcp")) peer_.Kill(SIGSTOP);  // keep the first rounds in flight
   std::vector<hixl::TransferReq> reqs(kRequests, nullptr);
   for (size_t i = 0; i < kRequests; ++i) {
-    ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE,
-                                    {{reinterpret_cast<uintptr_t>(src.data()) + i * kLen, remote_addr_ + (i % 4096) * kLen,
-                                      kLen}},
+    const uintptr_t from = reinterpret_cast<uintptr_t>(src.data()) + i * kLen;
+    ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::WRITE, {{from, remote_addr_ + (i % 4096) * kLen, kLen}},
                                     hixl::TransferArgs{}, reqs[i]),
               hixl::SUCCESS);
   }
