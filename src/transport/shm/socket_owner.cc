@@ -190,6 +190,10 @@ bool OtherNetns(pid_t pid) {
 // we would lend it by writing into it.
 bool RunsAsUs(pid_t pid, std::string *why) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  if (!in) {
+    *why = "no process " + std::to_string(pid) + " to be seen in /proc";
+    return false;
+  }
   std::string line;
   bool uid_ok = false, gid_ok = false;
   const auto me = static_cast<unsigned long>(geteuid());
