@@ -32,6 +32,8 @@ void Relay::RequestBuffer() {
 void Relay::OnBuffer(BufferPool::Buffer *b) {
   auto round = std::make_shared<Round>();
   round->buffer = b;
+  // Set before the round is listed: Cancel reads it from another thread.
+  round->done = std::make_shared<Completion>();
   bool more = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -67,7 +69,6 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
     ++in_flight_;
     rounds_.push_back(round);
   }
-  round->done = std::make_shared<Completion>();
   auto self = shared_from_this();
   round->done->SetOnFinish([self, round] { self->OnRoundDone(round); });
   // Ask for the next buffer before this round goes out, so that rounds
