@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "common/log.h"
 #include "engine/engine.h"
@@ -147,13 +149,18 @@ uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) 
     // Opened before the proof: it then refers to the process proven, even
     // if that one exits and its pid is reused.
     const int pidfd = pid != 0 ? shm::ShmChannel::OpenPidfd(pid) : -1;
+    const bool no_pidfd = pidfd < 0 && errno != ENOSYS;  // ENOSYS: a kernel without pidfds (before 5.3)
     if (pid == 0) {
       why = "the target offers no direct copies (its protocol_desc leaves out shm, or it could not confirm which "
             "process we are)";
+    } else if (no_pidfd) {
+      why = std::string("no pidfd for pid ") + std::to_string(pid) + ": " + std::strerror(errno);
     } else if (!shm::ShmChannel::Probe(pid, &why)) {
       why = "the kernel refuses cross-process copies (" + why + ")";
-    } else if (!shm::PeerHoldsSocket(fd, pid, &why) || shm::ShmChannel::Exited(pidfd)) {
+    } else if (!shm::PeerHoldsSocket(fd, pid, &why)) {
       why = "the target names pid " + std::to_string(pid) + ", which could not be confirmed: " + why;
+    } else if (shm::ShmChannel::Exited(pidfd)) {
+      why = "the target (pid " + std::to_string(pid) + ") exited";
     } else {
       // The channel asks the TCP link (set once Open returns) whether the
       // target is still there.

@@ -76,6 +76,14 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
   if (more) RequestBuffer();
   channel_->Submit(is_write_, round->staged.data(), round->staged.size(), round->done, deadline_,
                    /*caller_waits=*/false);
+  // Cancelled (or failed) between listing the round and submitting it: its
+  // Cancel found nothing of it on the channel yet, so stop it now.
+  bool stop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop = finished_;
+  }
+  if (stop) channel_->Cancel(round->done.get());
 }
 
 void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {

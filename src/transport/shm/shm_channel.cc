@@ -70,6 +70,7 @@ int ShmChannel::OpenPidfd(pid_t pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 #else
   (void)pid;
+  errno = ENOSYS;
   return -1;
 #endif
 }
@@ -143,7 +144,9 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
       // fails now rather than leave the batch waiting out its deadline.
       HIXL_LOGE("shm to pid %d: the engine is finalizing; a share of %zu piece(s) fails", core_->pid,
                 jobs[i]->pieces.size());
-      core_->Drop(jobs[i], FAILED);
+      // Unless a poller took it meanwhile (it is listed already): then the
+      // poller finishes it, and it stays listed for Cancel to wait on.
+      if (!jobs[i]->claimed.exchange(true)) core_->Drop(jobs[i], FAILED);
     }
   }
   if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);

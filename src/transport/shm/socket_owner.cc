@@ -58,7 +58,11 @@ bool FarEndId(const sockaddr_storage &local, const sockaddr_storage &peer, inet_
 // The inode of the socket at the far end of our connection local -> peer,
 // asked of the kernel's socket diagnostics: one exact lookup by addresses
 // and ports, in our network namespace.
-bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer, uint64_t *inode, std::string *why) {
+// `*unavailable` is set when the kernel could not be asked at all (no
+// sock_diag here), as opposed to answering that there is no such socket.
+bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer, uint64_t *inode, std::string *why,
+                     bool *unavailable) {
+  *unavailable = false;
   struct {
     nlmsghdr nlh;
     inet_diag_req_v2 req;
@@ -76,6 +80,7 @@ bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer
   FdCloser nl{socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)};
   if (nl.fd < 0) {
     *why = Errno("netlink sock_diag socket");
+    *unavailable = true;
     return false;
   }
   timeval tv{1, 0};  // the kernel answers at once; never wait forever
@@ -84,12 +89,14 @@ bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer
   kernel.nl_family = AF_NETLINK;
   if (sendto(nl.fd, &msg, sizeof(msg), 0, reinterpret_cast<sockaddr *>(&kernel), sizeof(kernel)) < 0) {
     *why = Errno("sock_diag request");
+    *unavailable = true;
     return false;
   }
   alignas(nlmsghdr) char buf[8192];
   ssize_t n = recv(nl.fd, buf, sizeof(buf), 0);
   if (n < 0) {
     *why = Errno("sock_diag reply");
+    *unavailable = true;
     return false;
   }
   int len = static_cast<int>(n);
@@ -97,6 +104,7 @@ bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer
     if (h->nlmsg_type == NLMSG_ERROR) {
       const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(h));
       *why = std::string("sock_diag: ") + std::strerror(-e->error);
+      *unavailable = e->error != -ENOENT;  // ENOENT: asked, and no such socket
       return false;
     }
     if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
@@ -196,18 +204,25 @@ bool RunsAsUs(pid_t pid, std::string *why) {
   }
   std::string line;
   bool uid_ok = false, gid_ok = false;
-  const auto me = static_cast<unsigned long>(geteuid());
+  // The kernel judges process_vm_* by our real ids; a setuid caller of
+  // ours (real != effective) is not what this check is for.
+  const auto me = static_cast<unsigned long>(getuid());
+  const auto my_gid = static_cast<unsigned long>(getgid());
+  if (getuid() != geteuid()) {
+    *why = "this process runs set-user-id";
+    return false;
+  }
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string key;
     unsigned long real = 0, eff = 0, saved = 0, fs = 0;
     if (!(f >> key >> real >> eff >> saved >> fs)) continue;
     if (key == "Uid:") uid_ok = real == me && eff == me && saved == me && fs == me;
-    if (key == "Gid:") gid_ok = real == eff && eff == saved && saved == fs;
+    if (key == "Gid:") gid_ok = real == my_gid && eff == my_gid && saved == my_gid && fs == my_gid;
   }
   if (!uid_ok || !gid_ok) {
-    *why = "process " + std::to_string(pid) + " does not run as our user (uid " + std::to_string(me) +
-           ") with one set of ids";
+    *why = "process " + std::to_string(pid) + " does not run as our user and group (uid " + std::to_string(me) +
+           ", gid " + std::to_string(my_gid) + "), every id of it";
   }
   return uid_ok && gid_ok;
 }
@@ -224,8 +239,9 @@ bool PeerHoldsSocket(int fd, pid_t pid, std::string *why) {
     return false;
   }
   uint64_t inode = 0;
-  if (!DiagFarEndInode(local, peer, &inode, why) &&
-      (!OtherNetns(pid) || !ProcFarEndInode(pid, local, peer, &inode, why))) {
+  bool no_diag = false;
+  if (!DiagFarEndInode(local, peer, &inode, why, &no_diag) &&
+      (!(no_diag || OtherNetns(pid)) || !ProcFarEndInode(pid, local, peer, &inode, why))) {
     return false;
   }
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";

@@ -183,10 +183,16 @@ void IoWorker::Loop() {
   // Tasks posted from this thread meanwhile were accepted (Post said so):
   // shutting streams down fails requests, which may hand work on (a relay
   // submitting its next round). Run them, and what they post, too.
-  for (int round = 0; round < 1000; ++round) {
+  for (int round = 0;; ++round) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (posted_.empty()) break;
+    }
+    if (round == 1000) {  // tasks that keep posting tasks: a bug somewhere, not a reason to hang
+      HIXL_LOGE("%s: tasks still posted after 1000 rounds of shutting down; dropping them", name_.c_str());
+      std::lock_guard<std::mutex> lock(mu_);
+      posted_.clear();
+      break;
     }
     RunPosted();
   }
