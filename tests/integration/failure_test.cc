@@ -452,6 +452,50 @@ TEST_P(FailureTcpTest, SilentConnectionsBeyondTheCapDropTheOldest) {
   EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
 }
 
+TEST_P(FailureTcpTest, AFloodFromOneAddressDropsItsOwnConnections) {
+  // Past the cap, the connections dropped are those of the address with the
+  // most waiting: one silent connection from 127.0.0.3, older than all of a
+  // flood from 127.0.0.2, survives it.
+  if (GetParam().v6) GTEST_SKIP() << "uses several IPv4 loopback addresses";
+  auto connect_from = [this](const char *source) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(PortOf(remote_)));
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)) != 0 ||
+        connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof(to)) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  };
+  const int lone = connect_from("127.0.0.3");
+  ASSERT_GE(lone, 0);
+  std::vector<int> flood;
+  const size_t cap = hixl::tcp::Listener::kMaxPendingHandshakes;
+  for (size_t i = 0; i < cap + 40; ++i) {
+    int fd = connect_from("127.0.0.2");
+    ASSERT_GE(fd, 0) << "connect " << i;
+    flood.push_back(fd);
+  }
+  auto ended = [](int fd, int wait_ms) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, wait_ms) <= 0) return false;
+    char c;
+    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+  };
+  size_t dropped = 0;
+  for (size_t i = 0; i < 40; ++i) dropped += ended(flood[i], 3000);
+  EXPECT_EQ(dropped, 40u) << "the oldest of the flood should have been dropped";
+  EXPECT_FALSE(ended(lone, 200)) << "the lone connection of another address was dropped for the flood";
+  close(lone);
+  for (int fd : flood) close(fd);
+}
+
 TEST_P(FailureTcpTest, TargetServesRequestsThatWaitedBehindAFullReplyQueue) {
   // 64 READs fill the target's reply queue while the peer reads nothing;
   // ten more arrive meanwhile and sit read but unserved. Once the replies

@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "common/log.h"
 #include "transport/tcp/socket.h"
@@ -42,24 +44,36 @@ void Listener::OnEvents(uint32_t) {
     HIXL_LOGD("accepted a stream from %s", peer.c_str());
     IoWorker *w = PickWorker(*workers_);
     auto stream = std::make_shared<TargetStream>(fd, w, ctx_, peer);
-    pending_.push_back(stream);
+    pending_.push_back({stream, peer.substr(0, peer.rfind(':'))});
     w->Add(std::move(stream), EPOLLIN);
     LimitPending();
   }
 }
 
 void Listener::LimitPending() {
-  std::erase_if(pending_, [](const std::weak_ptr<TargetStream> &w) {
-    auto s = w.lock();
+  std::erase_if(pending_, [](const Pending &p) {
+    auto s = p.stream.lock();
     return s == nullptr || !s->awaiting_hello();
   });
   while (pending_.size() > kMaxPendingHandshakes) {
-    if (auto s = pending_.front().lock()) {
-      // On the stream's own thread, which may have finished it meanwhile.
-      s->worker()->Post([s] { s->DropIfNoHello("more than " + std::to_string(kMaxPendingHandshakes) +
-                                              " connections wait for a handshake; dropping the oldest"); });
+    // The oldest of the address with the most waiting: a flood from one
+    // address drops its own connections, not the handshakes of others.
+    std::map<std::string, size_t> per_source;
+    const std::string *busiest = nullptr;
+    for (const auto &p : pending_) {
+      size_t n = ++per_source[p.source];
+      if (busiest == nullptr || n > per_source[*busiest]) busiest = &p.source;
     }
-    pending_.pop_front();
+    auto victim = std::find_if(pending_.begin(), pending_.end(),
+                               [&](const Pending &p) { return p.source == *busiest; });
+    if (auto s = victim->stream.lock()) {
+      // On the stream's own thread, which may have finished it meanwhile.
+      s->worker()->Post([s] {
+        s->DropIfNoHello("more than " + std::to_string(kMaxPendingHandshakes) +
+                         " connections wait for a handshake; dropping the oldest of the busiest address");
+      });
+    }
+    pending_.erase(victim);
   }
 }
 

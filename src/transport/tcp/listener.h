@@ -18,7 +18,7 @@ class TargetStream;
 class Listener : public Pollable, public std::enable_shared_from_this<Listener> {
  public:
   // Streams accepted and not yet through their handshake, at most: one more
-  // drops the oldest of them. A legitimate handshake takes microseconds; a
+  // drops the oldest of those from the address with the most waiting. A legitimate handshake takes microseconds; a
   // peer that opens connections and says nothing would otherwise hold an fd
   // per connection for TargetStream::kHandshakeTimeout.
   static constexpr size_t kMaxPendingHandshakes = 512;
@@ -43,7 +43,11 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   IoWorker *home_;
   const std::vector<std::unique_ptr<IoWorker>> *workers_;
   TargetContext *ctx_;
-  std::deque<std::weak_ptr<TargetStream>> pending_;  // oldest first; home_ thread only
+  struct Pending {
+    std::weak_ptr<TargetStream> stream;
+    std::string source;  // the peer's address, without the port
+  };
+  std::deque<Pending> pending_;  // oldest first; home_ thread only
 };
 
 }  // namespace hixl::tcp
