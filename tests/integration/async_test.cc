@@ -122,11 +122,7 @@ TEST_P(AsyncTest, RequestsOfAnotherEngineOrOfBeforeFinalizeAreUnknown) {
   ASSERT_EQ(other.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithTransport({}, GetParam().transport)),
             hixl::SUCCESS);
   LocalBuffer buf(4096);
-  hixl::MemDesc md{};
-  md.addr = buf.addr();
-  md.len = buf.size();
-  hixl::MemHandle mh = nullptr;
-  ASSERT_EQ(other.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  ASSERT_NE(RegisterWith(other, buf), nullptr);
   ASSERT_EQ(other.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
   hixl::TransferReq theirs = nullptr;
   ASSERT_EQ(other.TransferAsync(remote_.c_str(), hixl::WRITE, {{buf.addr(), remote_addr_ + 8192, 4096}},

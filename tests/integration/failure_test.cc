@@ -426,19 +426,13 @@ TEST_P(FailureTcpTest, SilentConnectionsBeyondTheCapDropTheOldest) {
     ASSERT_GE(fd, 0) << "connect " << i;
     fds.push_back(fd);
   }
-  auto ended = [](int fd, int wait_ms) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_ms) <= 0) return false;
-    char c;
-    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;  // EOF or reset
-  };
   const auto t0 = std::chrono::steady_clock::now();
   size_t dropped = 0;
-  for (size_t i = 0; i < kExtra; ++i) dropped += ended(fds[i], 3000);
+  for (size_t i = 0; i < kExtra; ++i) dropped += EndedWithin(fds[i], 3000);
   EXPECT_EQ(dropped, kExtra);
   EXPECT_LT(SecondsSince(t0), 5.0);
   size_t newest_dropped = 0;
-  for (size_t i = fds.size() - kExtra; i < fds.size(); ++i) newest_dropped += ended(fds[i], 0);
+  for (size_t i = fds.size() - kExtra; i < fds.size(); ++i) newest_dropped += EndedWithin(fds[i], 0);
   EXPECT_EQ(newest_dropped, 0u) << "the newest silent connections should wait for their handshake timeout";
   // A fresh engine still gets through its handshake, and moves bytes.
   hixl::Hixl e;
@@ -482,16 +476,10 @@ TEST_P(FailureTcpTest, AFloodFromOneAddressDropsItsOwnConnections) {
     ASSERT_GE(fd, 0) << "connect " << i;
     flood.push_back(fd);
   }
-  auto ended = [](int fd, int wait_ms) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_ms) <= 0) return false;
-    char c;
-    return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
-  };
   size_t dropped = 0;
-  for (size_t i = 0; i < 40; ++i) dropped += ended(flood[i], 3000);
+  for (size_t i = 0; i < 40; ++i) dropped += EndedWithin(flood[i], 3000);
   EXPECT_EQ(dropped, 40u) << "the oldest of the flood should have been dropped";
-  EXPECT_FALSE(ended(lone, 200)) << "the lone connection of another address was dropped for the flood";
+  EXPECT_FALSE(EndedWithin(lone, 200)) << "the lone connection of another address was dropped for the flood";
   close(lone);
   for (int fd : flood) close(fd);
 }
@@ -720,11 +708,7 @@ TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
   ::testing::internal::CaptureStderr();
   ASSERT_EQ(e.Connect(listener.name().c_str(), 3000), hixl::SUCCESS);
   LocalBuffer local(4096);
-  hixl::MemDesc md{};
-  md.addr = local.addr();
-  md.len = local.size();
-  hixl::MemHandle mh = nullptr;
-  ASSERT_EQ(e.RegisterMem(md, hixl::MEM_HOST, mh), hixl::SUCCESS);
+  ASSERT_NE(RegisterWith(e, local), nullptr);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto t0 = std::chrono::steady_clock::now();
   // The region table is empty: PARAM_INVALID if the link were still up and

@@ -67,6 +67,16 @@ inline auto TcpNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "t
 std::map<hixl::AscendString, hixl::AscendString> WithTransport(std::map<hixl::AscendString, hixl::AscendString> options,
                                                                const std::string &transport);
 
+// Registers `b` with `e` (host memory); EXPECTs success.
+inline hixl::MemHandle RegisterWith(hixl::Hixl &e, const LocalBuffer &b) {
+  hixl::MemDesc d{};
+  d.addr = b.addr();
+  d.len = b.size();
+  hixl::MemHandle h = nullptr;
+  EXPECT_EQ(e.RegisterMem(d, hixl::MEM_HOST, h), hixl::SUCCESS);
+  return h;
+}
+
 class PeerTest : public ::testing::TestWithParam<Net> {
  protected:
   void SetUp() override { StartAll(""); }
@@ -82,14 +92,7 @@ class PeerTest : public ::testing::TestWithParam<Net> {
               hixl::SUCCESS);
   }
 
-  hixl::MemHandle RegisterLocal(const LocalBuffer &b) {
-    hixl::MemDesc d{};
-    d.addr = b.addr();
-    d.len = b.size();
-    hixl::MemHandle h = nullptr;
-    EXPECT_EQ(engine_.RegisterMem(d, hixl::MEM_HOST, h), hixl::SUCCESS);
-    return h;
-  }
+  hixl::MemHandle RegisterLocal(const LocalBuffer &b) { return RegisterWith(engine_, b); }
 
   hixl::Status Connect(int timeout_ms = 3000) { return engine_.Connect(remote_.c_str(), timeout_ms); }
 

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +34,15 @@ struct SilentListener {
   ~SilentListener() { close(fd); }
   std::string name() const { return "127.0.0.1:" + std::to_string(port); }
 };
+
+// True when the peer ends the connection `fd` (EOF or reset) within
+// `wait_ms`.
+inline bool EndedWithin(int fd, int wait_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, wait_ms) <= 0) return false;
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
 
 // The port of an engine name "ip:port" / "[ip]:port".
 inline int PortOf(const std::string &name) { return std::stoi(name.substr(name.rfind(':') + 1)); }
