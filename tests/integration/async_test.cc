@@ -568,10 +568,7 @@ TEST(Heartbeat, TargetDropsAnInitiatorThatFallsSilent) {
   hixl::wire::EncodeHello(hello, &body);
   hixl::wire::FrameHeader h;
   h.type = hixl::wire::MsgType::kHello;
-  h.body_len = static_cast<uint32_t>(body.size());
-  std::vector<uint8_t> frame(hixl::wire::kHeaderSize);
-  hixl::wire::EncodeHeader(h, frame.data());
-  frame.insert(frame.end(), body.begin(), body.end());
+  const std::vector<uint8_t> frame = Frame(h, body);
   ASSERT_EQ(send(fd, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
   auto t0 = std::chrono::steady_clock::now();
   // Read the HELLO_ACK, then wait for the target to hang up on us.

@@ -187,14 +187,6 @@ int RawConnect(const std::string &name) {
   return fd;
 }
 
-std::vector<uint8_t> Frame(hixl::wire::FrameHeader h, const std::vector<uint8_t> &body) {
-  h.body_len = static_cast<uint32_t>(body.size());
-  std::vector<uint8_t> out(hixl::wire::kHeaderSize);
-  hixl::wire::EncodeHeader(h, out.data());
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
-}
-
 // Byte sequences a hostile or broken client might send.
 std::vector<std::vector<uint8_t>> HostileInputs(const std::string &target) {
   using namespace hixl::wire;

@@ -11,6 +11,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "wire/frame.h"
 
 namespace hixl_test {
 
@@ -34,6 +37,15 @@ struct SilentListener {
   ~SilentListener() { close(fd); }
   std::string name() const { return "127.0.0.1:" + std::to_string(port); }
 };
+
+// A whole frame: `h` (body_len set from `body`), then `body`.
+inline std::vector<uint8_t> Frame(hixl::wire::FrameHeader h, const std::vector<uint8_t> &body) {
+  h.body_len = static_cast<uint32_t>(body.size());
+  std::vector<uint8_t> out(hixl::wire::kHeaderSize);
+  hixl::wire::EncodeHeader(h, out.data());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
 
 // True when the peer ends the connection `fd` (EOF or reset) within
 // `wait_ms`.

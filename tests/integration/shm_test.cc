@@ -156,11 +156,7 @@ TEST(ShmImpostor, TargetNamingAnotherProcessIsNotWrittenInto) {
   hixl::wire::EncodeHelloAck(ack, &body);
   hixl::wire::FrameHeader h;
   h.type = hixl::wire::MsgType::kHelloAck;
-  h.body_len = static_cast<uint32_t>(body.size());
-  std::vector<uint8_t> frame(hixl::wire::kHeaderSize);
-  hixl::wire::EncodeHeader(h, frame.data());
-  frame.insert(frame.end(), body.begin(), body.end());
-  const pid_t impostor = StartImpostor(listener.fd, frame);
+  const pid_t impostor = StartImpostor(listener.fd, Frame(h, body));
   ASSERT_GT(impostor, 0);
 
   std::vector<uint8_t> src(4096, 0x55);
