@@ -9,9 +9,12 @@
 //  - life_mu_: shared by every engine call, exclusive for finalize, so that
 //    finalize (which the C++ API forbids to race other calls) waits for calls
 //    in flight instead of racing them;
-//  - async_mu_: makes "ask the engine about a request" and "update pending_"
-//    one step, so that a request handle the engine frees and reuses can never
-//    be matched with another request's user_data.
+//  - async_mu_: guards live_ and pending_ (the user_data of requests not yet
+//    reported finished), and makes "ask the engine about requests" and
+//    "release the user_data of those reported finished" one step. It is not
+//    held while TransferAsync runs in the engine (which may connect first,
+//    for up to a second): the engine hands each request's user_data back in
+//    bulk results, and that is the ObjRef itself, live from before the call.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,14 +85,15 @@ class HixlPy {
 
   // Called with the GIL held.
   void Finalize() {
-    std::map<hixl::TransferReq, std::shared_ptr<ObjRef>> pending;  // released below, GIL held
+    std::map<const ObjRef *, std::shared_ptr<ObjRef>> live;  // released below, GIL held
     {
       py::gil_scoped_release release;
       std::unique_lock<std::shared_mutex> lock(life_mu_);
       engine_->Finalize();
       // The engine is gone: no request will ever be reported again.
       std::lock_guard<std::mutex> async_lock(async_mu_);
-      pending.swap(pending_);
+      live.swap(live_);
+      pending_.clear();
     }
     // No engine thread can touch user memory any more.
     buffers_.clear();
@@ -177,19 +181,32 @@ class HixlPy {
     hixl::TransferArgs cargs;
     if (!args.user_data.is_none()) {
       ref = std::make_shared<ObjRef>(args.user_data);
-      // Opaque to the engine; the binding maps requests back by handle.
-      cargs.user_data = args.user_data.ptr();
+      // Opaque to the engine, which hands it back in bulk results.
+      cargs.user_data = ref.get();
     }
     hixl::TransferReq req = nullptr;
     Status s;
     {
       py::gil_scoped_release release;
       std::shared_lock<std::shared_mutex> lock(life_mu_);
-      std::lock_guard<std::mutex> async_lock(async_mu_);
+      if (ref != nullptr) {
+        // Live before the engine knows the request: a bulk query on
+        // another thread may report it before this call returns.
+        std::lock_guard<std::mutex> async_lock(async_mu_);
+        live_[ref.get()] = ref;
+      }
       s = engine_->TransferAsync(ToAscend(remote), op, descs, cargs, req);
-      if (s == hixl::SUCCESS && req != nullptr && ref != nullptr) std::swap(pending_[req], ref);
-      // ref now holds nothing, the user_data of a failed call, or a stale
-      // entry for a reused handle: dropped below with the GIL held.
+      if (ref != nullptr) {
+        std::lock_guard<std::mutex> async_lock(async_mu_);
+        auto it = live_.find(ref.get());
+        if (s != hixl::SUCCESS) {
+          if (it != live_.end()) live_.erase(it);
+        } else if (it != live_.end()) {
+          pending_[req] = ref.get();  // for the single-request query
+        }  // else: already reported (and released) by a bulk query
+      }
+      // `ref` (ours) keeps the object alive until here, so its address
+      // cannot stand for another request meanwhile; dropped with the GIL.
     }
     return {s, reinterpret_cast<uintptr_t>(req)};
   }
@@ -223,11 +240,12 @@ class HixlPy {
       refs.resize(results.size());
       for (size_t i = 0; i < results.size(); ++i) {
         if (s != hixl::SUCCESS) break;
-        if (results[i].status == hixl::TransferStatus::WAITING) {
-          auto it = pending_.find(results[i].req);
-          if (it != pending_.end()) refs[i] = it->second;
-        } else {
-          TakePending(results[i].req, &refs[i]);  // reported finished: released by the engine
+        const auto *key = static_cast<const ObjRef *>(results[i].user_data);
+        auto it = key != nullptr ? live_.find(key) : live_.end();
+        if (it != live_.end()) refs[i] = it->second;
+        if (results[i].status != hixl::TransferStatus::WAITING) {  // reported finished: released by the engine
+          if (it != live_.end()) live_.erase(it);
+          pending_.erase(results[i].req);
         }
       }
     }
@@ -261,14 +279,20 @@ class HixlPy {
   void TakePending(hixl::TransferReq req, std::shared_ptr<ObjRef> *out) {
     auto it = pending_.find(req);
     if (it == pending_.end()) return;
-    *out = std::move(it->second);
+    auto live = live_.find(it->second);
     pending_.erase(it);
+    if (live == live_.end()) return;
+    *out = std::move(live->second);
+    live_.erase(live);
   }
 
   std::shared_mutex life_mu_;
   std::unique_ptr<hixl::Hixl> engine_;
   std::mutex async_mu_;
-  std::map<hixl::TransferReq, std::shared_ptr<ObjRef>> pending_;        // guarded by async_mu_
+  // Requests with user_data not yet reported finished: the references, by
+  // address (what the engine hands back), and the address by request.
+  std::map<const ObjRef *, std::shared_ptr<ObjRef>> live_;  // guarded by async_mu_
+  std::map<hixl::TransferReq, const ObjRef *> pending_;    // guarded by async_mu_
   std::map<uintptr_t, std::vector<std::unique_ptr<HeldBuffer>>> buffers_;  // guarded by the GIL
 };
 

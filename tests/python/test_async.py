@@ -9,7 +9,9 @@ real asynchronous behaviour.
 
 import gc
 import hashlib
+import socket
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -260,3 +262,45 @@ def test_transfer_async_from_many_threads(server, peer):
     del seen
     gc.collect()
     assert all(w() is None for w in tags.values()), "user_data leaked after batch reports"
+
+
+def test_polls_do_not_wait_for_a_transfer_async_that_connects(engine, peer):
+    """With AutoConnect, transfer_async to an unconnected remote connects first
+    (here: to a listener that never answers, so for its full second). Polls of
+    other requests on other threads must not wait for it."""
+    assert engine.initialize("127.0.0.1", {hixl.OPTION_AUTO_CONNECT: "1"}) == hixl.SUCCESS
+    local = np.zeros(peer.size, dtype=np.uint8)
+    assert engine.register_buffer(local)[0] == hixl.SUCCESS
+    ret, req = engine.transfer_async(peer.name, hixl.READ, [hixl.transfer_op_desc(local, peer.addr, 0, 64)],
+                                     hixl.TransferArgs(Tag("kept")))
+    skip_if_unsupported(ret, "TransferAsync")
+    assert ret == hixl.SUCCESS, hixl.status_name(ret)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        remote = f"127.0.0.1:{silent.getsockname()[1]}"
+        done = {}
+
+        def connecting():
+            start = time.monotonic()
+            done["ret"] = engine.transfer_async(remote, hixl.READ, [hixl.transfer_op_desc(local, 0x1000, 0, 64)],
+                                                hixl.TransferArgs(Tag("connecting")))[0]
+            done["secs"] = time.monotonic() - start
+
+        t = threading.Thread(target=connecting)
+        t.start()
+        time.sleep(0.2)  # it is connecting now
+        start = time.monotonic()
+        ret, results = engine.get_transfer_status(hixl.GetTransferStatusArgs(max_query_count=16))
+        bulk_secs = time.monotonic() - start
+        start = time.monotonic()
+        engine.get_transfer_status(req)
+        single_secs = time.monotonic() - start
+        t.join(timeout=10)
+    assert ret == hixl.SUCCESS
+    assert done.get("secs", 0) >= 0.5, "the connecting call did not block: the test proves nothing"
+    assert bulk_secs < 0.3, f"the bulk poll waited {bulk_secs:.2f} s for the connecting transfer_async"
+    assert single_secs < 0.3, f"the single poll waited {single_secs:.2f} s"
+    # The bulk poll reported the first request with its user_data.
+    mine = [r for r in results if r.req == req]
+    assert len(mine) == 1 and mine[0].user_data.name == "kept", results
