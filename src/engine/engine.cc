@@ -194,10 +194,7 @@ Status Engine::GetNotifies(std::vector<NotifyDesc> &notifies) {
 
 Status Engine::OnHello(const wire::Hello &hello, wire::HelloAck *ack) {
   ack->target = name_;
-  ack->host = host_;
-  // pid 0 tells a peer on this host not to copy into our memory directly:
-  // our protocol_desc leaves shm out.
-  if (!opts_.AllowsProtocol("shm")) ack->host.pid = 0;
+  ack->host = host_;  // the pid is withheld by the stream unless OnControlStream allowed direct copies
   EngineAddress dialed;
   std::string why;
   bool same = ParseEngineAddress(hello.target, &dialed, &why) && dialed.port == local_.port &&
@@ -218,12 +215,15 @@ Status Engine::OnNotify(uint64_t link_key, wire::Notify &&notify) {
   return inbox_.Push(link_key, std::move(notify.name), std::move(notify.msg));
 }
 
-bool Engine::SameHost(const wire::HostIdentity &other) const {
-  return !host_.boot_id.empty() && other.boot_id == host_.boot_id && other.pid_ns == host_.pid_ns && other.pid != 0;
+bool Engine::SameKernel(const wire::HostIdentity &other) const {
+  return !host_.boot_id.empty() && other.boot_id == host_.boot_id && other.pid_ns == host_.pid_ns;
 }
 
+bool Engine::SameHost(const wire::HostIdentity &other) const { return SameKernel(other) && other.pid != 0; }
+
 bool Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
-  // Only a peer on this host can copy into our memory without asking, and
+  // Only a peer on this host can copy into our memory without asking (and
+  // only if our protocol_desc allows shm: otherwise it is told pid 0), and
   // only one that is the process it claims to be: anyone could claim our
   // host identity (it is in every HELLO_ACK) and then, never acknowledging
   // a REVOKE, hold every DeregisterMem for kRevokeLimit. One whose claim

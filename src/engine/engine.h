@@ -109,6 +109,8 @@ class Engine : public tcp::TargetContext {
   // protocol_desc; returns the number of TCP streams the link needs, 0 when
   // no allowed transport reaches the remote.
   uint32_t ChooseTransport(Link &link, const wire::HelloAck &ack, int fd);
+  // Same boot and PID namespace (the pid may be 0: withheld) / and a pid.
+  bool SameKernel(const wire::HostIdentity &other) const;
   bool SameHost(const wire::HostIdentity &other) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);

@@ -140,8 +140,7 @@ uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) 
   const bool allow_shm = opts_.AllowsProtocol("shm");
   const bool allow_tcp = opts_.AllowsProtocol("tcp");
   std::string why = "it runs on another host";
-  const bool same_host = !host_.boot_id.empty() && ack.host.boot_id == host_.boot_id && ack.host.pid_ns == host_.pid_ns;
-  if (allow_shm && same_host) {
+  if (allow_shm && SameKernel(ack.host)) {
     // The pid is the target's word: it must also hold the far end of the
     // socket we dialed, or a local impostor could name another process of
     // ours for us to write into.
