@@ -73,8 +73,13 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
   Poll(*t);
   *status = t->status.load();
   if (*status != TransferStatus::WAITING) {
+    // Another thread polling the same request may have seen it finish too:
+    // only the one that takes it out of the table reports it.
     std::lock_guard<std::mutex> lock(mu_);
-    reqs_.erase(id);
+    if (reqs_.erase(id) == 0) {
+      HIXL_LOGE("GetTransferStatus: request %p was reported finished to another caller meanwhile", req);
+      return PARAM_INVALID;
+    }
   }
   return SUCCESS;
 }

@@ -114,6 +114,43 @@ TEST_P(AsyncTest, CompletesWithDataAndIsReleasedOnceReported) {
   EXPECT_EQ(std::memcmp(local_->data(), local_->data() + (2u << 20), 1u << 20), 0);
 }
 
+
+TEST_P(AsyncTest, TwoThreadsPollingTheSameRequestsSeeEachFinishOnce) {
+  // A caller that frees per-request state when a request is reported
+  // finished must hear it once, whichever of its threads asks.
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  constexpr int kRounds = 40, kReqs = 32;
+  int twice = 0, never = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<hixl::TransferReq> reqs;
+    for (int i = 0; i < kReqs; ++i) reqs.push_back(Post(hixl::WRITE, 0, 0, 256u << 10));
+    std::vector<std::atomic<int>> reported(kReqs);
+    auto poll = [&] {
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<bool> gone(kReqs);
+      for (int left = kReqs; left > 0 && SecondsSince(t0) < 10;) {
+        for (int i = 0; i < kReqs; ++i) {
+          if (gone[i]) continue;
+          hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+          hixl::Status s = engine_.GetTransferStatus(reqs[i], st);
+          if (s == hixl::SUCCESS && st == hixl::TransferStatus::WAITING) continue;
+          if (s == hixl::SUCCESS) reported[i]++;
+          gone[i] = true;
+          --left;
+        }
+      }
+    };
+    std::thread a(poll), b(poll);
+    a.join();
+    b.join();
+    for (auto &n : reported) {
+      twice += n > 1;
+      never += n == 0;
+    }
+  }
+  EXPECT_EQ(twice, 0) << "requests reported finished to both threads";
+  EXPECT_EQ(never, 0) << "requests never reported finished";
+}
 TEST_P(AsyncTest, RequestsOfAnotherEngineOrOfBeforeFinalizeAreUnknown) {
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   hixl::TransferReq mine = Post(hixl::WRITE, 0, 0, 4096);
