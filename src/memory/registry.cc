@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "memory/page_access.h"
 #include "memory/range_search.h"
 
 namespace hixl {
@@ -169,6 +170,16 @@ void Registry::Rebuild() const {
   for (const auto &[id, r] : by_id_) all.push_back(r);
   table_ = std::make_shared<RegionTable>(std::move(all));
   dirty_ = false;
+}
+
+bool Registry::Allows(Region &r, uintptr_t addr, size_t len, unsigned need) {
+  unsigned a = r.access.load(std::memory_order_relaxed);
+  if (a == 0) {  // two first users may both look: same answer
+    a = RangeAccess(r.addr, r.len) | Region::kAccessKnown;
+    r.access.store(a, std::memory_order_relaxed);
+  }
+  if ((a & need) == need) return true;
+  return (RangeAccess(addr, len) & need) == need;
 }
 
 }  // namespace hixl

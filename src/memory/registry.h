@@ -26,6 +26,10 @@ struct Region {
   MemType type = MEM_HOST;
   std::atomic<int64_t> pins{0};
   std::atomic<bool> revoked{false};
+  // PageAccess bits that hold for the whole region, plus kAccessKnown once
+  // computed (lazily: see Registry::Allows).
+  std::atomic<unsigned> access{0};
+  static constexpr unsigned kAccessKnown = 1u << 8;
 
   uintptr_t end() const { return addr + len; }
   bool Contains(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
@@ -85,6 +89,13 @@ class Registry {
   std::shared_ptr<const RegionTable> Snapshot() const;
   std::vector<wire::RegionInfo> Export() const;
   size_t size() const;
+
+  // Whether this process may read (need = kPageRead) or write (kPageWrite)
+  // [addr, addr+len) of region `r`, which contains it. The region's own
+  // access is looked up at its first use and kept: protections must not
+  // change while memory is registered. A region only partly accessible then
+  // (a reservation committed piecemeal, say) is looked up per range.
+  static bool Allows(Region &r, uintptr_t addr, size_t len, unsigned need);
 
   // Called by PinSet when a revoked region loses a pin.
   static void NotifyUnpinned();

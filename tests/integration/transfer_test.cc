@@ -230,6 +230,52 @@ TEST_P(TransferTest, ContiguousDescriptorsAcrossTwoAdjacentRemoteRegions) {
   EXPECT_EQ(Transfer(hixl::WRITE, across), hixl::PARAM_INVALID);
 }
 
+TEST_P(TransferTest, MemoryTheTargetMayNotWriteOrReadIsRefusedNotFatal) {
+  // A target may register read-only memory (a file mapped PROT_READ, to
+  // serve READs): a peer's WRITE into it must fail, not fault the target.
+  // Three regions of 1 MiB: read-only; PROT_NONE; writable then read-only.
+  constexpr size_t kMiB = 1u << 20;
+  auto w = Words(peer_.Command("ALLOC " + std::to_string(3 * kMiB)));
+  ASSERT_EQ(w.size(), 3u);
+  const std::string id = w[1];
+  const uintptr_t base = std::stoull(w[2]);
+  ASSERT_EQ(peer_.Command("FILL " + id + " 31"), "OK");
+  for (size_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(Words(peer_.Command("REG " + id + " " + std::to_string(r * kMiB) + " " + std::to_string(kMiB)))[0], "OK");
+  }
+  ASSERT_EQ(peer_.Command("PROTECT " + id + " 0 " + std::to_string(kMiB) + " r"), "OK");
+  ASSERT_EQ(peer_.Command("PROTECT " + id + " " + std::to_string(kMiB) + " " + std::to_string(kMiB) + " none"), "OK");
+  ASSERT_EQ(peer_.Command("PROTECT " + id + " " + std::to_string(5 * kMiB / 2) + " " + std::to_string(kMiB / 2) + " r"),
+            "OK");
+  const uint64_t ro_before = peer_.HashOf(std::stoul(id), 0, kMiB);
+  const bool tcp = std::string(GetParam().transport) == "tcp";
+  auto refused = [&](hixl::TransferOp op, const std::vector<hixl::TransferOpDesc> &d) {
+    hixl::Status s = Transfer(op, d, 5000);
+    // tcp: the target refuses, nothing moved. shm: our copy fails (EFAULT).
+    return tcp ? s == hixl::PARAM_INVALID : s != hixl::SUCCESS;
+  };
+  // Small segments (the target copies them with memcpy) and large ones.
+  auto batch = [&](uintptr_t remote, size_t seg, size_t n) {
+    std::vector<hixl::TransferOpDesc> d;
+    for (size_t i = 0; i < n; ++i) d.push_back({local_->addr() + i * 2 * seg, remote + i * 2 * seg, seg});
+    return d;
+  };
+  for (auto [seg, n] : {std::pair<size_t, size_t>{16, 256}, {64, 1}, {64u << 10, 4}}) {
+    SCOPED_TRACE("segments of " + std::to_string(seg) + " bytes");
+    EXPECT_TRUE(refused(hixl::WRITE, batch(base, seg, n))) << "WRITE into read-only memory";
+    EXPECT_TRUE(refused(hixl::WRITE, batch(base + kMiB, seg, n))) << "WRITE into PROT_NONE memory";
+    EXPECT_TRUE(refused(hixl::READ, batch(base + kMiB, seg, n))) << "READ from PROT_NONE memory";
+    EXPECT_TRUE(refused(hixl::WRITE, batch(base + 5 * kMiB / 2, seg, n))) << "WRITE into the read-only half";
+    ASSERT_EQ(Transfer(hixl::READ, batch(base, seg, n)), hixl::SUCCESS) << "READ from read-only memory";
+    ASSERT_EQ(Transfer(hixl::WRITE, batch(base + 2 * kMiB, seg, n)), hixl::SUCCESS) << "WRITE into the writable half";
+  }
+  EXPECT_EQ(peer_.HashOf(std::stoul(id), 0, kMiB), ro_before);
+  // The target is alive and serves as before.
+  std::vector<hixl::TransferOpDesc> ok{Desc(0, 0, 4096)};
+  EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
 
 }  // namespace

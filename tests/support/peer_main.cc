@@ -163,6 +163,12 @@ int main(int argc, char **argv) {
       hixl::MemHandle h = nullptr;
       s = engine.RegisterMem(d, hixl::MEM_HOST, h);
       Reply(s == hixl::SUCCESS ? "OK " + std::to_string(reinterpret_cast<uintptr_t>(h)) : "ERR " + std::to_string(s));
+    } else if (cmd == "PROTECT") {  // PROTECT id off len r|none|rw
+      size_t id = 0, off = 0, len = 0;
+      std::string mode;
+      in >> id >> off >> len >> mode;
+      int prot = mode == "r" ? PROT_READ : mode == "none" ? PROT_NONE : PROT_READ | PROT_WRITE;
+      Reply(mprotect(buffers.at(id).p + off, len, prot) == 0 ? "OK" : "ERR mprotect");
     } else if (cmd == "DEREG") {
       uintptr_t h = 0;
       in >> h;

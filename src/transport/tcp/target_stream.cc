@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "memory/page_access.h"
 
 namespace hixl::tcp {
 namespace {
@@ -416,6 +417,7 @@ bool TargetStream::OnHello() {
 }
 
 bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins) {
+  const bool is_write = cur_.type == wire::MsgType::kWriteReq;
   auto table = ctx_->Regions();
   iov->clear();
   iov->reserve(segs_.size());
@@ -432,6 +434,15 @@ bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins
       return false;
     }
     hint = r;
+    if (!Registry::Allows(**r, s.addr, s.len, is_write ? kPageWrite : kPageRead)) {
+      HIXL_LOGE("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is in registered memory this process may not "
+                "%s (see its protection); refusing the request",
+                who_.c_str(), op, i, segs_.size(), Hex(s.addr).c_str(), static_cast<unsigned long long>(s.len),
+                is_write ? "write" : "read");
+      pins->Release();
+      iov->clear();
+      return false;
+    }
     // Adjacent segments collapse into one iovec: fewer, longer copies.
     auto *base = reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(s.addr));
     if (!iov->empty() && static_cast<uint8_t *>(iov->back().iov_base) + iov->back().iov_len == base) {

@@ -74,6 +74,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   bool OnHeader();                   // false: closed
   bool OnRequest();                  // body complete; false: closed
   bool OnHello();
+  // The current request's segments as iovecs into registered memory that
+  // this process may read (READ) or write (WRITE), regions pinned; false
+  // (logged) if any segment is outside them.
   bool Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins);
   void QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body = {},
                   std::vector<iovec> payload = {}, PinSet pins = PinSet());
