@@ -197,8 +197,8 @@ Status Engine::Disconnect(const std::string &remote, int32_t timeout_ms) {
   Status s = RemoteKey("Disconnect", remote, &key);
   if (s != SUCCESS) return s;
   if ((s = CheckTimeout("Disconnect", key, timeout_ms)) != SUCCESS) return s;
-  bool evicted = links_.WasEvicted(key);
-  auto link = links_.Remove(key);
+  bool evicted = false;
+  auto link = links_.Remove(key, nullptr, &evicted);
   if (link == nullptr) {
     if (evicted) return SUCCESS;  // the channel pool closed it already
     HIXL_LOGE("Disconnect %s: not connected", key.c_str());
@@ -217,7 +217,8 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
     return FAILED;
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
-    LinkRef ref = links_.Acquire(key);
+    bool evicted = false;
+    LinkRef ref = links_.Acquire(key, &evicted);
     if (ref && !ref->broken()) {
       *out = std::move(ref);
       return SUCCESS;
@@ -232,7 +233,7 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
       if (auto old = links_.Remove(key, &*ref)) stale.push_back(old);
       ref.Reset();
       CloseLinks(stale, "broken; reconnecting");
-    } else if (!opts_.auto_connect && !links_.WasEvicted(key)) {
+    } else if (!opts_.auto_connect && !evicted) {
       HIXL_LOGE("%s %s: not connected", call, key.c_str());
       return NOT_CONNECTED;
     }

@@ -19,15 +19,11 @@ LinkTable::LinkTable(const EngineOptions &opts)
       high_(opts.has_waterlines ? Mark(opts.max_channel, opts.high_waterline) : 0),
       low_(opts.has_waterlines ? Mark(opts.max_channel, opts.low_waterline) : 0) {}
 
-LinkRef LinkTable::Acquire(const std::string &name) {
+LinkRef LinkTable::Acquire(const std::string &name, bool *evicted) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = links_.find(name);
+  if (evicted != nullptr) *evicted = it == links_.end() && evicted_.count(name) != 0;
   return it == links_.end() ? LinkRef() : LinkRef(it->second);
-}
-
-bool LinkTable::WasEvicted(const std::string &name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return evicted_.count(name) != 0;
 }
 
 bool LinkTable::Idle(const Link &l) const { return l.users.load() == 0 && l.tcp->idle(); }
@@ -66,9 +62,12 @@ Status LinkTable::Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr
   return SUCCESS;
 }
 
-std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *expected) {
+std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *expected, bool *was_evicted) {
   std::lock_guard<std::mutex> lock(mu_);
-  evicted_.erase(name);
+  if (expected == nullptr) {
+    bool evicted = evicted_.erase(name) != 0;
+    if (was_evicted != nullptr) *was_evicted = evicted;
+  }
   auto it = links_.find(name);
   if (it == links_.end() || (expected != nullptr && it->second.get() != expected)) return nullptr;
   auto l = std::move(it->second);

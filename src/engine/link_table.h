@@ -22,17 +22,19 @@ class LinkTable {
  public:
   explicit LinkTable(const EngineOptions &opts);
 
-  // The link to `name` with one use held, or an empty ref.
-  LinkRef Acquire(const std::string &name);
-  // True when the pool closed the link to `name` and nobody reconnected or
-  // disconnected it since.
-  bool WasEvicted(const std::string &name);
+  // The link to `name` with one use held, or an empty ref; then *evicted
+  // says whether the pool closed that link and nobody reconnected or
+  // disconnected it since (one look: another thread's reconnect cannot fall
+  // in between).
+  LinkRef Acquire(const std::string &name, bool *evicted = nullptr);
   // Adds a link. Fills `closed` with the idle links the pool takes out to
   // make room (the caller closes them). RESOURCE_EXHAUSTED when the table is
   // full of busy links.
   Status Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr<Link>> *closed);
-  // Removes the link to `name` (only `expected` when given); returns it.
-  std::shared_ptr<Link> Remove(const std::string &name, const Link *expected = nullptr);
+  // Removes the link to `name` (only `expected` when given); returns it. A
+  // removal without `expected` (the user's Disconnect) also forgets that the
+  // pool evicted it, and says in *was_evicted whether it had.
+  std::shared_ptr<Link> Remove(const std::string &name, const Link *expected = nullptr, bool *was_evicted = nullptr);
   std::vector<std::shared_ptr<Link>> All();
   std::vector<std::shared_ptr<Link>> TakeAll();
 
