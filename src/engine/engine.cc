@@ -69,6 +69,10 @@ Status Engine::Start(const EngineAddress &given) {
   for (uint32_t i = 0; i < opts_.io_threads; ++i) {
     workers_.push_back(std::make_unique<tcp::IoWorker>("hixl-io" + std::to_string(i)));
     if (!workers_.back()->Start()) return FAILED;
+    if (opts_.AllowsProtocol("shm")) {
+      copy_workers_.push_back(std::make_unique<tcp::IoWorker>("hixl-copy" + std::to_string(i)));
+      if (!copy_workers_.back()->Start()) return FAILED;
+    }
   }
   std::string why;
   if (local.has_port && local.port > 0) {
@@ -110,6 +114,7 @@ void Engine::Shutdown() {
   auto links = links_.TakeAll();
   CloseLinks(links, "engine is finalizing");
   async_.FailAll();
+  for (auto &w : copy_workers_) w->Stop();
   for (auto &w : workers_) w->Stop();
   HIXL_LOGI("engine %s finalized", name_.c_str());
 }

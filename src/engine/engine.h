@@ -157,6 +157,10 @@ class Engine : public tcp::TargetContext {
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<tcp::IoWorker>> workers_;
+  // shm copies (when protocol_desc allows shm): as many threads as I/O
+  // workers, apart from them, so that copying a large batch never keeps the
+  // sockets of every link from being read (a peer would look dead).
+  std::vector<std::unique_ptr<tcp::IoWorker>> copy_workers_;
   std::atomic<bool> stopping_{false};
 
   std::mutex connect_mu_;  // guards connecting_ and async_connect_

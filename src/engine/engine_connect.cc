@@ -165,7 +165,7 @@ uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) 
       // target is still there.
       Link *l = &link;
       link.shm = std::make_unique<shm::ShmChannel>(
-          pid, pidfd, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &workers_);
+          pid, pidfd, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &copy_workers_);
       HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
       return 1;  // one TCP stream for control
     }

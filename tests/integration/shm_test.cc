@@ -95,6 +95,57 @@ TEST(ShmRefusedByTarget, TargetProtocolDescWithoutShmMeansTcp) {
   EXPECT_TRUE(Contains(log, "offers no direct copies")) << log;
 }
 
+// Seconds of async shm copying with a 100 ms heartbeat: the copies must not
+// keep the links' sockets unread (the engine once ran them on its I/O
+// worker, which then read no PONG for as long; it took the healthy peer,
+// and an unrelated tcp peer on the same worker, for dead and failed both).
+TEST(ShmAsync, LongCopiesDoNotStarveHeartbeats) {
+  PeerProcess shm_peer, tcp_peer;
+  ASSERT_TRUE(shm_peer.Start());
+  ASSERT_TRUE(tcp_peer.Start(false, "{\"comm_resource_config.protocol_desc\": [\"tcp:host\"]}"));
+  constexpr size_t kLen = 64u << 20;
+  size_t shm_id = 0, tcp_id = 0;
+  const uintptr_t shm_remote = shm_peer.AllocRegistered(kLen, &shm_id);
+  const uintptr_t tcp_remote = tcp_peer.AllocRegistered(4096, &tcp_id);
+  ASSERT_NE(shm_remote, 0u);
+  ASSERT_NE(tcp_remote, 0u);
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {{hixl::OPTION_GLOBAL_RESOURCE_CONFIG,
+                                        "{\"heartbeat.interval_ms\": 100, \"tcp.io_threads\": 1}"}}),
+            hixl::SUCCESS);
+  LocalBuffer local(kLen);
+  FillPattern(local.data(), kLen, 5);
+  RegisterWith(e, local);
+  ASSERT_EQ(e.Connect(shm_peer.name().c_str(), 3000), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(tcp_peer.name().c_str(), 3000), hixl::SUCCESS);
+  // 3 GiB in 48 requests: about half a second here, several heartbeats.
+  constexpr int kReqs = 48;
+  std::vector<hixl::TransferReq> reqs(kReqs);
+  for (auto &r : reqs) {
+    ASSERT_EQ(e.TransferAsync(shm_peer.name().c_str(), hixl::WRITE, {{local.addr(), shm_remote, kLen}},
+                              hixl::TransferArgs{}, r),
+              hixl::SUCCESS);
+  }
+  int completed = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto r : reqs) {
+    hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+    while (st == hixl::TransferStatus::WAITING && SecondsSince(t0) < 60) {
+      ASSERT_EQ(e.GetTransferStatus(r, st), hixl::SUCCESS);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    completed += st == hixl::TransferStatus::COMPLETED;
+  }
+  EXPECT_EQ(completed, kReqs) << "after " << SecondsSince(t0) << " s";
+  EXPECT_EQ(shm_peer.HashOf(shm_id, 0, kLen), Hash(local.data(), kLen));
+  // Both links are still up (AutoConnect is off: a closed one would fail).
+  EXPECT_EQ(e.TransferSync(shm_peer.name().c_str(), hixl::WRITE, {{local.addr(), shm_remote, 4096}}, 1000),
+            hixl::SUCCESS);
+  EXPECT_EQ(e.TransferSync(tcp_peer.name().c_str(), hixl::WRITE, {{local.addr(), tcp_remote, 4096}}, 1000),
+            hixl::SUCCESS);
+  e.Finalize();
+}
+
 // A local impostor: a process that answers every handshake on `listen_fd`
 // with `ack` (a reply naming another process), then reads and drops all
 // that comes, answering nothing. Runs in a child process, forked before

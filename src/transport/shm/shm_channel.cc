@@ -21,7 +21,7 @@ constexpr size_t kMaxIov = 1024;
 constexpr size_t kMaxBytesPerCall = 8u << 20;
 // The kernel's copy pins the target's pages one by one and runs at about
 // half of memcpy's speed on one thread; a big batch is split across the
-// caller and the I/O workers so that the copies overlap. Below this size a
+// caller and the copy workers so that the copies overlap. Below this size a
 // split costs more than it saves.
 constexpr size_t kSplitBytes = 1u << 20;
 constexpr size_t kMaxShares = 4;

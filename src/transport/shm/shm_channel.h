@@ -33,8 +33,9 @@ class ShmChannel : public Channel {
   static bool Probe(pid_t pid, std::string *why);
 
   // `regions` and `alive` must outlive the channel; `alive` says whether the
-  // link (and so the target process) is still there. Async batches run on
-  // `workers`.
+  // link (and so the target process) is still there. Shares of batches run
+  // on `workers`: threads of their own, not the I/O workers, whose sockets
+  // (heartbeats included) would go unread during a long copy.
   // `pidfd` (from OpenPidfd, or -1) is taken over: it must have been opened
   // before the pid was proven to be the target, so that it is sure to
   // refer to that process and not to one that got its pid later.
@@ -51,7 +52,7 @@ class ShmChannel : public Channel {
               Deadline deadline, bool caller_waits) override;
   void Cancel(const Completion *done) override;
   // A caller polling an async request copies the oldest queued share (of at
-  // most kStealBytes) itself, so that a poller and the I/O worker copy side
+  // most kStealBytes) itself, so that a poller and a copy worker copy side
   // by side instead of one waiting for the other.
   void Progress() override;
   static constexpr size_t kStealBytes = 1u << 20;
