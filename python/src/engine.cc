@@ -1,24 +1,32 @@
 // engine.cc: class hixl.Hixl, a wrapper of hixl::Hixl.
 //
-// Every call into the engine runs with the GIL released. Python objects the
-// wrapper keeps (transfer_async user_data, buffers held by register_buffer)
-// are only ever touched, and in particular released, with the GIL held.
+// Every call into the engine runs with the GIL released (GilRelease).
+// Arguments the engine reads are copied first, with the GIL held: another
+// thread may change a MemDesc or NotifyDesc object meanwhile. Python objects
+// the wrapper keeps (transfer_async user_data, buffers held by
+// register_buffer) are only ever touched, and in particular released, with
+// the GIL held; releasing one may run Python code that calls back into this
+// object, so the maps holding them are consistent before that happens.
 //
-// Locks, never taken while waiting for the GIL and never held while
-// acquiring it:
-//  - life_mu_: shared by every engine call, exclusive for finalize, so that
-//    finalize (which the C++ API forbids to race other calls) waits for calls
-//    in flight instead of racing them;
-//  - async_mu_: guards live_ and pending_ (the user_data of requests not yet
-//    reported finished), and makes "ask the engine about requests" and
-//    "release the user_data of those reported finished" one step. It is not
-//    held while TransferAsync runs in the engine (which may connect first,
-//    for up to a second): the engine hands each request's user_data back in
-//    bulk results, and that is the ObjRef itself, live from before the call.
+// Finalize, which the C++ API forbids to race other calls, goes through
+// Admission: it stops admitting calls (they return FAILED at once),
+// finalizes the engine (which ends the calls in flight early), and waits
+// for the calls it admitted before to return; only then are held buffers
+// released, since no engine thread touches them any more.
+//
+// async_mu_ guards live_ and pending_ (the user_data of requests not yet
+// reported finished), and makes "ask the engine about requests" and
+// "release the user_data of those reported finished" one step. It is not
+// held while TransferAsync runs in the engine (which may connect first, for
+// up to a second): the engine hands each request's user_data back in bulk
+// results, and that is the ObjRef itself, live from before the call.
+// Locks are never taken while waiting for the GIL nor held while acquiring it.
+#include <unistd.h>
+
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <utility>
 #include <vector>
 
@@ -28,6 +36,100 @@ namespace hixl_py {
 namespace {
 
 using hixl::Status;
+
+// True when the interpreter is exiting and this thread is not the one
+// finalizing it (which is the process's first thread, for `python3`): CPython
+// would end this thread when it asks for the GIL back.
+bool MustNotReturnToPython() {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing() != 0;
+#else
+  const bool finalizing = _Py_IsFinalizing() != 0;
+#endif
+  return finalizing && gettid() != getpid();
+}
+
+// Releases the GIL for its lifetime, like py::gil_scoped_release, except at
+// interpreter exit: CPython ends a (daemon) thread that asks for the GIL back
+// while it finalizes, from inside this destructor, which C++ turns into
+// std::terminate. Such a thread parks instead, as CPython 3.14 does itself:
+// the process is exiting. noexcept(false) lets the thread-ending unwind pass
+// should finalization begin between the check and the request.
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  GilRelease(const GilRelease &) = delete;
+  GilRelease &operator=(const GilRelease &) = delete;
+  ~GilRelease() noexcept(false) {
+    while (MustNotReturnToPython()) pause();
+    PyEval_RestoreThread(state_);
+  }
+
+ private:
+  PyThreadState *state_;
+};
+using Release = py::call_guard<GilRelease>;
+
+// Engine calls in progress, counted so that finalize can wait for them (a
+// reader-writer lock did this before, but let new calls in ahead of a
+// waiting finalize for as long as they kept coming).
+class Admission {
+ public:
+  // Admits a call, false while a finalize is under way; *generation (if
+  // given) counts the finalizes begun before it.
+  bool Enter(uint64_t *generation = nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_ > 0) return false;
+    ++active_;
+    if (generation != nullptr) *generation = generation_;
+    return true;
+  }
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--active_ == 0) cv_.notify_all();
+  }
+  // Stops admitting calls, runs `finalize`, waits for the admitted calls to
+  // return, admits again.
+  template <typename F>
+  void Close(F finalize) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++closing_;
+      ++generation_;
+    }
+    finalize();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return active_ == 0; });
+    --closing_;
+  }
+  uint64_t generation() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return generation_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int active_ = 0;
+  int closing_ = 0;
+  uint64_t generation_ = 0;
+};
+
+// One admitted call, for the scope; false when finalize refused it.
+class Call {
+ public:
+  explicit Call(Admission *a, uint64_t *generation = nullptr) : a_(a), in_(a->Enter(generation)) {}
+  Call(const Call &) = delete;
+  Call &operator=(const Call &) = delete;
+  ~Call() {
+    if (in_) a_->Leave();
+  }
+  explicit operator bool() const { return in_; }
+
+ private:
+  Admission *a_;
+  bool in_;
+};
 
 // One reference to a Python object. Destroy with the GIL held.
 struct ObjRef {
@@ -67,43 +169,36 @@ class HixlPy {
   HixlPy &operator=(const HixlPy &) = delete;
 
   // Runs with the GIL held (pybind11 deallocation).
-  ~HixlPy() {
-    {
-      py::gil_scoped_release release;
-      std::unique_lock<std::shared_mutex> lock(life_mu_);
-      engine_->Finalize();
-    }
-    // pending_ and buffers_ are destroyed after this body, GIL held.
-  }
+  ~HixlPy() { Finalize(); }
 
   Status Initialize(const std::string &local_engine, const std::map<std::string, std::string> &options) {
     std::map<hixl::AscendString, hixl::AscendString> opts;
     for (const auto &[k, v] : options) opts.emplace(ToAscend(k), ToAscend(v));
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->Initialize(ToAscend(local_engine), opts);
+    Call call(&admission_);
+    return call ? engine_->Initialize(ToAscend(local_engine), opts) : Refused();
   }
 
   // Called with the GIL held.
   void Finalize() {
     std::map<const ObjRef *, std::shared_ptr<ObjRef>> live;  // released below, GIL held
     {
-      py::gil_scoped_release release;
-      std::unique_lock<std::shared_mutex> lock(life_mu_);
-      engine_->Finalize();
-      // The engine is gone: no request will ever be reported again.
+      GilRelease release;
+      // The engine fails what is in flight, so the calls admitted before
+      // return soon; then nothing can report a request any more.
+      admission_.Close([this] { engine_->Finalize(); });
       std::lock_guard<std::mutex> async_lock(async_mu_);
       live.swap(live_);
       pending_.clear();
     }
-    // No engine thread can touch user memory any more.
+    // No engine thread touches user memory any more. Out of the map first:
+    // a release may run Python code that registers or deregisters.
+    auto held = std::move(buffers_);
     buffers_.clear();
+    held.clear();
   }
 
-  std::pair<Status, uintptr_t> RegisterMem(const hixl::MemDesc &mem, hixl::MemType type) {
-    hixl::MemHandle handle = nullptr;
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    Status s = engine_->RegisterMem(mem, type, handle);
-    return {s, reinterpret_cast<uintptr_t>(handle)};
+  std::pair<Status, uintptr_t> RegisterMem(hixl::MemDesc mem, hixl::MemType type) {
+    return RegisterAdmitted(mem, type, nullptr);
   }
 
   // Called with the GIL held.
@@ -114,11 +209,16 @@ class HixlPy {
     mem.addr = held->addr();
     mem.len = held->len();
     std::pair<Status, uintptr_t> r;
+    uint64_t generation = 0;
     {
-      py::gil_scoped_release release;
-      r = RegisterMem(mem, type);
+      GilRelease release;
+      r = RegisterAdmitted(mem, type, &generation);
     }
-    if (r.first == hixl::SUCCESS) buffers_[r.second].push_back(std::move(held));
+    // A finalize since: the registration went with its engine, and the
+    // finalize may have released the buffers already; keep nothing.
+    if (r.first == hixl::SUCCESS && generation == admission_.generation()) {
+      buffers_[r.second].push_back(std::move(held));
+    }
     return r;
   }
 
@@ -126,51 +226,51 @@ class HixlPy {
   Status DeregisterMem(uintptr_t handle) {
     Status s;
     {
-      py::gil_scoped_release release;
-      std::shared_lock<std::shared_mutex> lock(life_mu_);
-      s = engine_->DeregisterMem(reinterpret_cast<hixl::MemHandle>(handle));
+      GilRelease release;
+      Call call(&admission_);
+      s = call ? engine_->DeregisterMem(reinterpret_cast<hixl::MemHandle>(handle)) : Refused();
     }
     // The engine has waited for transfers using the region: buffers held for
-    // it may go now.
-    if (s == hixl::SUCCESS) buffers_.erase(handle);
+    // it may go now (taken out of the map before they are released).
+    if (s == hixl::SUCCESS) buffers_.extract(handle);
     return s;
   }
 
   Status Connect(const std::string &remote, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->Connect(ToAscend(remote), timeout_ms);
+    Call call(&admission_);
+    return call ? engine_->Connect(ToAscend(remote), timeout_ms) : Refused();
   }
   Status Disconnect(const std::string &remote, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->Disconnect(ToAscend(remote), timeout_ms);
+    Call call(&admission_);
+    return call ? engine_->Disconnect(ToAscend(remote), timeout_ms) : Refused();
   }
   Status ConnectAsync(const std::string &remote, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->ConnectAsync(ToAscend(remote), timeout_ms);
+    Call call(&admission_);
+    return call ? engine_->ConnectAsync(ToAscend(remote), timeout_ms) : Refused();
   }
   Status DisconnectAsync(const std::string &remote, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->DisconnectAsync(ToAscend(remote), timeout_ms);
+    Call call(&admission_);
+    return call ? engine_->DisconnectAsync(ToAscend(remote), timeout_ms) : Refused();
   }
 
   std::pair<Status, hixl::AsyncConnectStatus> GetAsyncConnectStatus(const std::string &remote) {
     hixl::AsyncConnectStatus st = hixl::AsyncConnectStatus::NOT_CONNECT;
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    Status s = engine_->GetAsyncConnectStatus(ToAscend(remote), st);
+    Call call(&admission_);
+    Status s = call ? engine_->GetAsyncConnectStatus(ToAscend(remote), st) : Refused();
     return {s, st};
   }
 
   std::pair<Status, std::map<hixl::AscendString, hixl::AsyncConnectStatus>> GetAllAsyncConnectStatus() {
     std::map<hixl::AscendString, hixl::AsyncConnectStatus> all;
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    Status s = engine_->GetAsyncConnectStatus(all);
+    Call call(&admission_);
+    Status s = call ? engine_->GetAsyncConnectStatus(all) : Refused();
     return {s, std::move(all)};
   }
 
   Status TransferSync(const std::string &remote, hixl::TransferOp op, const std::vector<hixl::TransferOpDesc> &descs,
                       int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->TransferSync(ToAscend(remote), op, descs, timeout_ms);
+    Call call(&admission_);
+    return call ? engine_->TransferSync(ToAscend(remote), op, descs, timeout_ms) : Refused();
   }
 
   // Called with the GIL held.
@@ -187,23 +287,27 @@ class HixlPy {
     hixl::TransferReq req = nullptr;
     Status s;
     {
-      py::gil_scoped_release release;
-      std::shared_lock<std::shared_mutex> lock(life_mu_);
-      if (ref != nullptr) {
-        // Live before the engine knows the request: a bulk query on
-        // another thread may report it before this call returns.
-        std::lock_guard<std::mutex> async_lock(async_mu_);
-        live_[ref.get()] = ref;
-      }
-      s = engine_->TransferAsync(ToAscend(remote), op, descs, cargs, req);
-      if (ref != nullptr) {
-        std::lock_guard<std::mutex> async_lock(async_mu_);
-        auto it = live_.find(ref.get());
-        if (s != hixl::SUCCESS) {
-          if (it != live_.end()) live_.erase(it);
-        } else if (it != live_.end()) {
-          pending_[req] = ref.get();  // for the single-request query
-        }  // else: already reported (and released) by a bulk query
+      GilRelease release;
+      Call call(&admission_);
+      if (!call) {
+        s = Refused();
+      } else {
+        if (ref != nullptr) {
+          // Live before the engine knows the request: a bulk query on
+          // another thread may report it before this call returns.
+          std::lock_guard<std::mutex> async_lock(async_mu_);
+          live_[ref.get()] = ref;
+        }
+        s = engine_->TransferAsync(ToAscend(remote), op, descs, cargs, req);
+        if (ref != nullptr) {
+          std::lock_guard<std::mutex> async_lock(async_mu_);
+          auto it = live_.find(ref.get());
+          if (s != hixl::SUCCESS) {
+            if (it != live_.end()) live_.erase(it);
+          } else if (it != live_.end()) {
+            pending_[req] = ref.get();  // for the single-request query
+          }  // else: already reported (and released) by a bulk query
+        }
       }
       // `ref` (ours) keeps the object alive until here, so its address
       // cannot stand for another request meanwhile; dropped with the GIL.
@@ -218,40 +322,48 @@ class HixlPy {
     hixl::TransferStatus st = hixl::TransferStatus::FAILED;
     Status s;
     {
-      py::gil_scoped_release release;
-      std::shared_lock<std::shared_mutex> lock(life_mu_);
-      std::lock_guard<std::mutex> async_lock(async_mu_);
-      s = engine_->GetTransferStatus(req, st);
-      if (s == hixl::SUCCESS && st != hixl::TransferStatus::WAITING) TakePending(req, &done);
+      GilRelease release;
+      Call call(&admission_);
+      if (!call) {
+        s = Refused();
+      } else {
+        std::lock_guard<std::mutex> async_lock(async_mu_);
+        s = engine_->GetTransferStatus(req, st);
+        if (s == hixl::SUCCESS && st != hixl::TransferStatus::WAITING) TakePending(req, &done);
+      }
     }
     return {s, st};
   }
 
-  // Called with the GIL held.
-  std::pair<Status, std::vector<PyTransferResult>> GetTransferStatusBatch(const hixl::GetTransferStatusArgs &args) {
+  // Called with the GIL held; `args` is our own copy.
+  std::pair<Status, std::vector<PyTransferResult>> GetTransferStatusBatch(hixl::GetTransferStatusArgs args) {
     std::vector<hixl::TransferResult> results;
     ObjRefs refs;  // one per result (or null), released last, GIL held
     Status s;
     {
-      py::gil_scoped_release release;
-      std::shared_lock<std::shared_mutex> lock(life_mu_);
-      std::lock_guard<std::mutex> async_lock(async_mu_);
-      s = engine_->GetTransferStatus(args, results);
-      refs.resize(results.size());
-      for (size_t i = 0; i < results.size(); ++i) {
-        if (s != hixl::SUCCESS) break;
-        const auto *key = static_cast<const ObjRef *>(results[i].user_data);
-        auto it = key != nullptr ? live_.find(key) : live_.end();
-        if (it != live_.end()) refs[i] = it->second;
-        if (results[i].status != hixl::TransferStatus::WAITING) {  // reported finished: released by the engine
-          if (it != live_.end()) live_.erase(it);
-          pending_.erase(results[i].req);
+      GilRelease release;
+      Call call(&admission_);
+      if (!call) {
+        s = Refused();
+      } else {
+        std::lock_guard<std::mutex> async_lock(async_mu_);
+        s = engine_->GetTransferStatus(args, results);
+        refs.resize(results.size());
+        for (size_t i = 0; i < results.size(); ++i) {
+          if (s != hixl::SUCCESS) break;
+          const auto *key = static_cast<const ObjRef *>(results[i].user_data);
+          auto it = key != nullptr ? live_.find(key) : live_.end();
+          if (it != live_.end()) refs[i] = it->second;
+          if (results[i].status != hixl::TransferStatus::WAITING) {  // reported finished: released by the engine
+            if (it != live_.end()) live_.erase(it);
+            pending_.erase(results[i].req);
+          }
         }
       }
     }
     std::vector<PyTransferResult> out;
     out.reserve(results.size());
-    for (size_t i = 0; i < results.size(); ++i) {
+    for (size_t i = 0; i < results.size() && i < refs.size(); ++i) {
       PyTransferResult r;
       r.req = reinterpret_cast<uintptr_t>(results[i].req);
       if (refs[i] != nullptr) r.user_data = refs[i]->obj;
@@ -261,19 +373,30 @@ class HixlPy {
     return {s, std::move(out)};
   }
 
-  Status SendNotify(const std::string &remote, const hixl::NotifyDesc &notify, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    return engine_->SendNotify(ToAscend(remote), notify, timeout_ms);
+  // `notify` is our own copy (see the top of the file).
+  Status SendNotify(const std::string &remote, hixl::NotifyDesc notify, int32_t timeout_ms) {
+    Call call(&admission_);
+    return call ? engine_->SendNotify(ToAscend(remote), notify, timeout_ms) : Refused();
   }
 
   std::pair<Status, std::vector<hixl::NotifyDesc>> GetNotifies() {
     std::vector<hixl::NotifyDesc> notifies;
-    std::shared_lock<std::shared_mutex> lock(life_mu_);
-    Status s = engine_->GetNotifies(notifies);
+    Call call(&admission_);
+    Status s = call ? engine_->GetNotifies(notifies) : Refused();
     return {s, std::move(notifies)};
   }
 
  private:
+  // What a call made while finalize runs gets: what it would get after.
+  static Status Refused() { return hixl::FAILED; }
+
+  std::pair<Status, uintptr_t> RegisterAdmitted(const hixl::MemDesc &mem, hixl::MemType type, uint64_t *generation) {
+    hixl::MemHandle handle = nullptr;
+    Call call(&admission_, generation);
+    Status s = call ? engine_->RegisterMem(mem, type, handle) : Refused();
+    return {s, reinterpret_cast<uintptr_t>(handle)};
+  }
+
   // Moves the user_data reference of a finished request into *out. Caller
   // holds async_mu_.
   void TakePending(hixl::TransferReq req, std::shared_ptr<ObjRef> *out) {
@@ -286,7 +409,7 @@ class HixlPy {
     live_.erase(live);
   }
 
-  std::shared_mutex life_mu_;
+  Admission admission_;
   std::unique_ptr<hixl::Hixl> engine_;
   std::mutex async_mu_;
   // Requests with user_data not yet reported finished: the references, by
@@ -305,7 +428,6 @@ py::dict ToDict(const std::map<hixl::AscendString, hixl::AsyncConnectStatus> &al
 }  // namespace
 
 void BindEngine(py::module_ &m) {
-  using Release = py::call_guard<py::gil_scoped_release>;
   const auto kTimeout = py::arg("timeout_in_millis") = kDefaultTimeoutMs;
 
   py::class_<HixlPy>(m, "Hixl",
@@ -320,9 +442,9 @@ void BindEngine(py::module_ &m) {
            "engine also listens there and serves remote engines. options maps option keys (hixl.OPTION_*) to "
            "string values. A second initialize without finalize returns FAILED.")
       .def("finalize", &HixlPy::Finalize,
-           "Stop the engine: fails in-flight transfers, closes links, joins threads. Idempotent. Waits for calls "
-           "running in other threads to return first. Releases the buffers held by register_buffer and the "
-           "user_data of unreported async requests.")
+           "Stop the engine: fails in-flight transfers, closes links, joins threads. Idempotent. Calls made by other "
+           "threads meanwhile return FAILED; calls in flight end early and finalize returns once they have. "
+           "Releases the buffers held by register_buffer and the user_data of unreported async requests.")
       .def("register_mem", &HixlPy::RegisterMem, py::arg("mem_desc"), py::arg("mem_type"), Release(),
            "Register a memory region; returns (status, mem_handle). Keep the memory alive and in place until "
            "deregister_mem returns (see register_buffer, which does that for you).")
@@ -350,7 +472,7 @@ void BindEngine(py::module_ &m) {
           [](HixlPy &self) {
             std::pair<Status, std::map<hixl::AscendString, hixl::AsyncConnectStatus>> r;
             {
-              py::gil_scoped_release release;
+              GilRelease release;
               r = self.GetAllAsyncConnectStatus();
             }
             return py::make_tuple(r.first, ToDict(r.second));

@@ -144,8 +144,10 @@ void BindDataClasses(py::module_ &m) {
            py::arg("addr"), py::arg("len"))
       .def_readwrite("addr", &hixl::MemDesc::addr, "Start address (int).")
       .def_readwrite("len", &hixl::MemDesc::len, "Length in bytes.")
-      .def("__eq__",
-           [](const hixl::MemDesc &a, const hixl::MemDesc &b) { return a.addr == b.addr && a.len == b.len; })
+      .def(
+          "__eq__",
+          [](const hixl::MemDesc &a, const hixl::MemDesc &b) { return a.addr == b.addr && a.len == b.len; },
+          py::is_operator())
       .def("__repr__", [](const hixl::MemDesc &d) {
         return "MemDesc(addr=" + Hex(d.addr) + ", len=" + std::to_string(d.len) + ")";
       });
@@ -164,7 +166,8 @@ void BindDataClasses(py::module_ &m) {
       .def("__eq__",
            [](const hixl::TransferOpDesc &a, const hixl::TransferOpDesc &b) {
              return a.local_addr == b.local_addr && a.remote_addr == b.remote_addr && a.len == b.len;
-           })
+           },
+           py::is_operator())
       .def("__repr__", [](const hixl::TransferOpDesc &d) {
         return "TransferOpDesc(local_addr=" + Hex(d.local_addr) + ", remote_addr=" + Hex(d.remote_addr) +
                ", len=" + std::to_string(d.len) + ")";
@@ -246,7 +249,8 @@ void BindDataClasses(py::module_ &m) {
       .def("__eq__",
            [](const hixl::NotifyDesc &a, const hixl::NotifyDesc &b) {
              return a.name == b.name && a.notify_msg == b.notify_msg;
-           })
+           },
+           py::is_operator())
       .def("__repr__", [](const hixl::NotifyDesc &n) {
         return "NotifyDesc(name=" + py::repr(DecodeText(n.name)).cast<std::string>() +
                ", notify_msg=" + py::repr(DecodeText(n.notify_msg)).cast<std::string>() + ")";
