@@ -285,13 +285,11 @@ class HixlPy {
       cargs.user_data = ref.get();
     }
     hixl::TransferReq req = nullptr;
-    Status s;
+    Status s = Refused();
     {
       GilRelease release;
       Call call(&admission_);
-      if (!call) {
-        s = Refused();
-      } else {
+      if (call) {
         if (ref != nullptr) {
           // Live before the engine knows the request: a bulk query on
           // another thread may report it before this call returns.
@@ -320,13 +318,11 @@ class HixlPy {
     std::shared_ptr<ObjRef> done;  // released last, GIL held
     auto req = reinterpret_cast<hixl::TransferReq>(req_id);
     hixl::TransferStatus st = hixl::TransferStatus::FAILED;
-    Status s;
+    Status s = Refused();
     {
       GilRelease release;
       Call call(&admission_);
-      if (!call) {
-        s = Refused();
-      } else {
+      if (call) {
         std::lock_guard<std::mutex> async_lock(async_mu_);
         s = engine_->GetTransferStatus(req, st);
         if (s == hixl::SUCCESS && st != hixl::TransferStatus::WAITING) TakePending(req, &done);
@@ -339,13 +335,11 @@ class HixlPy {
   std::pair<Status, std::vector<PyTransferResult>> GetTransferStatusBatch(hixl::GetTransferStatusArgs args) {
     std::vector<hixl::TransferResult> results;
     ObjRefs refs;  // one per result (or null), released last, GIL held
-    Status s;
+    Status s = Refused();
     {
       GilRelease release;
       Call call(&admission_);
-      if (!call) {
-        s = Refused();
-      } else {
+      if (call) {
         std::lock_guard<std::mutex> async_lock(async_mu_);
         s = engine_->GetTransferStatus(args, results);
         refs.resize(results.size());
