@@ -360,6 +360,9 @@ void Engine::Housekeeping() {
     if (stopping_) break;
     lock.unlock();
     async_.ExpireOverdue();
+    std::vector<std::shared_ptr<Link>> idle;
+    links_.Trim(&idle);
+    CloseLinks(idle, "channel pool: above the high waterline");
     auto now = std::chrono::steady_clock::now();
     if (hb > 0 && now >= next_hb) {
       next_hb = now + hb_every;

@@ -75,6 +75,15 @@ std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *exp
   return l;
 }
 
+void LinkTable::Trim(std::vector<std::shared_ptr<Link>> *closed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (high_ == 0 || links_.size() < high_) return;
+  EvictLocked(low_, nullptr, closed);
+  for (const auto &l : *closed) {
+    HIXL_LOGI("channel pool: closing idle link %s (%zu links left)", l->name.c_str(), links_.size());
+  }
+}
+
 std::vector<std::shared_ptr<Link>> LinkTable::All() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Link>> out;

@@ -35,6 +35,10 @@ class LinkTable {
   // removal without `expected` (the user's Disconnect) also forgets that the
   // pool evicted it, and says in *was_evicted whether it had.
   std::shared_ptr<Link> Remove(const std::string &name, const Link *expected = nullptr, bool *was_evicted = nullptr);
+  // With waterlines: if the table is at the high mark (links that were all
+  // busy when it got there), takes idle links out down to the low mark;
+  // the caller closes them.
+  void Trim(std::vector<std::shared_ptr<Link>> *closed);
   std::vector<std::shared_ptr<Link>> All();
   std::vector<std::shared_ptr<Link>> TakeAll();
 

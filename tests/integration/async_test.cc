@@ -672,6 +672,55 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   e.Finalize();
 }
 
+TEST(ChannelPool, WaterlinesApplyOnceLinksThatWereBusyGoIdle) {
+  // Three links, all busy when the third makes the high mark: none can be
+  // closed then. Once they are idle the pool still goes down to the low mark.
+  PeerProcess peers[3];
+  uintptr_t remote[3];
+  size_t id = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(peers[i].Start());
+    remote[i] = peers[i].AllocRegistered(1u << 20, &id);
+    ASSERT_NE(remote[i], 0u);
+  }
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 4, "
+                                                                   "\"channel_pool.high_waterline\": 0.75, "
+                                                                   "\"channel_pool.low_waterline\": 0.5}"),
+                                                    "tcp")),
+            hixl::SUCCESS);
+  LocalBuffer local(3u << 20);
+  RegisterWith(e, local);
+  hixl::TransferReq busy[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(e.Connect(peers[i].name().c_str(), 3000), hixl::SUCCESS);
+    peers[i].Kill(SIGSTOP);  // an async READ stuck on a frozen peer keeps its link busy
+    ASSERT_EQ(e.TransferAsync(peers[i].name().c_str(), hixl::READ, {{local.addr() + (i << 20), remote[i], 1u << 20}},
+                              hixl::TransferArgs{}, busy[i]),
+              hixl::SUCCESS);
+  }
+  auto links = [&] {
+    int n = 0;
+    for (auto &p : peers) n += CountEstablishedTo(PortOf(p.name())) > 0;
+    return n;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(links(), 3) << "a busy link was closed";
+  for (int i = 0; i < 3; ++i) {
+    peers[i].Kill(SIGCONT);
+    EXPECT_EQ(WaitFor(e, busy[i], 10), hixl::TransferStatus::COMPLETED);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  while (links() > 2 && SecondsSince(t0) < 3) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(links(), 2) << "idle links above the high waterline were kept";
+  // Each remote is still usable: the closed one reconnects on its next use.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(e.TransferSync(peers[i].name().c_str(), hixl::WRITE, {{local.addr(), remote[i], 4096}}, 3000),
+              hixl::SUCCESS);
+  }
+  e.Finalize();
+}
+
 TEST(ChannelPool, ThreadsReconnectingThroughASmallPoolAllSucceed) {
   // Eight remotes through a pool that keeps one link below its high mark of
   // two: every call evicts and reconnects. A link one thread has just opened
