@@ -31,6 +31,24 @@ def silent_listener():
     return s, f"127.0.0.1:{s.getsockname()[1]}"
 
 
+def finalize_amid(e, target, listeners, settle_s, before=lambda: None):
+    """Starts target(remote) on a daemon thread per listener, lets them run
+    settle_s, calls before(), finalizes `e` and joins the threads. Returns
+    (when finalize was called, how long it took)."""
+    threads = [threading.Thread(target=target, args=(remote,), daemon=True) for _, remote in listeners]
+    for t in threads:
+        t.start()
+    time.sleep(settle_s)
+    before()
+    fin_start = time.monotonic()
+    e.finalize()
+    fin_took = time.monotonic() - fin_start
+    for t in threads:
+        t.join(timeout=20)
+    assert not any(t.is_alive() for t in threads)
+    return fin_start, fin_took
+
+
 def run_child(tmp_path, source):
     """Runs `source` as a script in a child interpreter (the same hixl);
     returns the CompletedProcess (text output)."""
@@ -302,16 +320,7 @@ def test_finalize_not_starved_by_new_calls():
                         break
                     time.sleep(0.1)
 
-        threads = [threading.Thread(target=worker, args=(remote,), daemon=True) for _, remote in listeners]
-        for t in threads:
-            t.start()
-        time.sleep(0.5)
-        fin_start = time.monotonic()
-        e.finalize()
-        fin_took = time.monotonic() - fin_start
-        for t in threads:
-            t.join(timeout=10)
-        assert not any(t.is_alive() for t in threads)
+        fin_start, fin_took = finalize_amid(e, worker, listeners, settle_s=0.5)
     finally:
         e.finalize()
         for s, _ in listeners:
@@ -342,17 +351,8 @@ def test_finalize_ends_calls_in_flight():
             ret = e.connect(remote, 8000)
             results[remote] = (ret, time.monotonic() - start)
 
-        threads = [threading.Thread(target=blocked, args=(remote,), daemon=True) for _, remote in listeners]
-        for t in threads:
-            t.start()
-        time.sleep(0.3)
-        assert not results, "a connect to a silent listener returned early"
-        fin_start = time.monotonic()
-        e.finalize()
-        fin_took = time.monotonic() - fin_start
-        for t in threads:
-            t.join(timeout=20)
-        assert not any(t.is_alive() for t in threads)
+        _, fin_took = finalize_amid(e, blocked, listeners, settle_s=0.3,
+                                    before=lambda: not results or pytest.fail("a connect returned early"))
     finally:
         e.finalize()
         for s, _ in listeners:
