@@ -28,6 +28,10 @@ class Hixl::HixlImpl {
 
   std::mutex mu_;
   std::shared_ptr<Engine> engine_;
+  // Held through a whole Finalize: a second one, concurrent, returns only
+  // when the first has shut the engine down (it promises that no engine
+  // thread touches user memory any more, e.g. to free it).
+  std::mutex finalize_mu_;
 };
 
 Hixl::Hixl() : impl_(new HixlImpl()) {}
@@ -47,6 +51,7 @@ Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendS
 }
 
 void Hixl::Finalize() {
+  std::lock_guard<std::mutex> finalizing(impl_->finalize_mu_);
   std::shared_ptr<Engine> engine;
   {
     std::lock_guard<std::mutex> lock(impl_->mu_);

@@ -751,6 +751,48 @@ TEST(SameHostClaim, AnUnprovenClaimGetsNoPidAndDoesNotHoldDeregisterMem) {
   peer.Stop();
 }
 
+TEST(ConcurrentFinalize, TheSecondReturnsOnlyAfterTheEngineHasStopped) {
+  // Finalize promises that no engine thread touches user memory once it
+  // returns (the caller may free it). A second Finalize racing the first
+  // returned at once, while the first was still waiting for a same-host
+  // peer to acknowledge the revocation of our regions, with the engine
+  // still serving peers.
+  hixl::Hixl e;
+  std::string name;
+  for (int i = 0; i < 20; ++i) {
+    name = SilentListener(false).name();
+    if (e.Initialize(name.c_str(), {}) == hixl::SUCCESS) break;
+  }
+  LocalBuffer region(1u << 20);
+  RegisterWith(e, region);
+  // A proven same-host initiator (this process) that never acknowledges a
+  // REVOKE: the first Finalize waits for it until its socket closes.
+  hixl::wire::HostIdentity me = hixl::LocalHostIdentity();
+  me.pid = static_cast<uint32_t>(getpid());
+  hixl::wire::HelloAck ack;
+  int silent = RawHandshake(name, 91, 0, &me, &ack);
+  ASSERT_GE(silent, 0);
+  ASSERT_NE(ack.host.pid, 0u) << "the target did not take us for a same-host peer";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<double> first_done{-1}, second_done{-1};
+  std::thread first([&] {
+    e.Finalize();
+    first_done = SecondsSince(t0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread second([&] {
+    e.Finalize();
+    second_done = SecondsSince(t0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_LT(second_done.load(), 0) << "the second Finalize returned while the first was still stopping the engine";
+  close(silent);  // the revocation ends with the link
+  first.join();
+  second.join();
+  EXPECT_GE(second_done.load(), first_done.load());
+  EXPECT_LT(first_done.load(), 5.0);
+}
+
 TEST(SilentListener, ConnectTimesOutInTime) {
   // The kernel completes the TCP handshake for a listening socket even if
   // nobody calls accept(): the perfect server that never answers.
