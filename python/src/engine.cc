@@ -23,6 +23,7 @@
 // Locks are never taken while waiting for the GIL nor held while acquiring it.
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -37,16 +38,22 @@ namespace {
 
 using hixl::Status;
 
+// The thread that finalizes the interpreter: the one that runs the atexit
+// callbacks, just before finalization begins (see BindEngine). 0 until then.
+std::atomic<unsigned long> g_finalizing_thread{0};
+
 // True when the interpreter is exiting and this thread is not the one
-// finalizing it (which is the process's first thread, for `python3`): CPython
-// would end this thread when it asks for the GIL back.
+// finalizing it: CPython would end this thread when it asks for the GIL back.
 bool MustNotReturnToPython() {
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing() != 0;
 #else
   const bool finalizing = _Py_IsFinalizing() != 0;
 #endif
-  return finalizing && gettid() != getpid();
+  if (!finalizing) return false;
+  const unsigned long finalizer = g_finalizing_thread.load();
+  // (Without the atexit callback: `python3` finalizes on the process's first thread.)
+  return finalizer != 0 ? finalizer != PyThread_get_thread_ident() : gettid() != getpid();
 }
 
 // Releases the GIL for its lifetime, like py::gil_scoped_release, except at
@@ -76,7 +83,7 @@ using Release = py::call_guard<GilRelease>;
 class Admission {
  public:
   // Admits a call, false while a finalize is under way; *generation (if
-  // given) counts the finalizes begun before it.
+  // given) counts the finalizes ended before it.
   bool Enter(uint64_t *generation = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_ > 0) return false;
@@ -88,19 +95,20 @@ class Admission {
     std::lock_guard<std::mutex> lock(mu_);
     if (--active_ == 0) cv_.notify_all();
   }
-  // Stops admitting calls, runs `finalize`, waits for the admitted calls to
-  // return, admits again.
-  template <typename F>
-  void Close(F finalize) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++closing_;
-      ++generation_;
-    }
-    finalize();
+  // A finalize: stops admitting calls; waits for the admitted ones to
+  // return; admits again (the next generation).
+  void BeginClose() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++closing_;
+  }
+  void WaitIdle() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return active_ == 0; });
+  }
+  void EndClose() {
+    std::lock_guard<std::mutex> lock(mu_);
     --closing_;
+    ++generation_;
   }
   uint64_t generation() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -183,17 +191,23 @@ class HixlPy {
     std::map<const ObjRef *, std::shared_ptr<ObjRef>> live;  // released below, GIL held
     {
       GilRelease release;
-      // The engine fails what is in flight, so the calls admitted before
-      // return soon; then nothing can report a request any more.
-      admission_.Close([this] { engine_->Finalize(); });
+      admission_.BeginClose();
+      // Returns once the engine has stopped (also when another thread's
+      // finalize stops it); it fails what is in flight, so the calls
+      // admitted before return soon. Then nothing can report a request.
+      engine_->Finalize();
+      admission_.WaitIdle();
       std::lock_guard<std::mutex> async_lock(async_mu_);
       live.swap(live_);
       pending_.clear();
     }
-    // No engine thread touches user memory any more. Out of the map first:
-    // a release may run Python code that registers or deregisters.
+    // No engine thread touches user memory any more. The buffers are taken
+    // while calls are still refused, so that a register_buffer admitted
+    // before can tell (the generation moves) that its hold is not wanted;
+    // out of the map first: a release may run Python code that calls us.
     auto held = std::move(buffers_);
     buffers_.clear();
+    admission_.EndClose();
     held.clear();
   }
 
@@ -214,8 +228,9 @@ class HixlPy {
       GilRelease release;
       r = RegisterAdmitted(mem, type, &generation);
     }
-    // A finalize since: the registration went with its engine, and the
-    // finalize may have released the buffers already; keep nothing.
+    // A finalize ended since the call was admitted: the registration went
+    // with that engine, whose buffers were released; keep nothing. (A
+    // finalize still under way releases what is stored here.)
     if (r.first == hixl::SUCCESS && generation == admission_.generation()) {
       buffers_[r.second].push_back(std::move(held));
     }
@@ -422,6 +437,10 @@ py::dict ToDict(const std::map<hixl::AscendString, hixl::AsyncConnectStatus> &al
 }  // namespace
 
 void BindEngine(py::module_ &m) {
+  // atexit callbacks run on the thread that is about to finalize the
+  // interpreter (see MustNotReturnToPython).
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([] { g_finalizing_thread.store(PyThread_get_thread_ident()); }));
   const auto kTimeout = py::arg("timeout_in_millis") = kDefaultTimeoutMs;
 
   py::class_<HixlPy>(m, "Hixl",

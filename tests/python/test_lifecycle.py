@@ -384,3 +384,95 @@ def test_eq_with_other_types():
     assert mem != hixl.MemDesc(1, 3)
     assert op != hixl.TransferOpDesc(1, 2, 4)
     assert note != hixl.NotifyDesc("a", "c")
+
+
+def test_register_buffer_just_before_a_slow_finalize_holds_until_it_ends(engine, peer):
+    """register_buffer succeeding just as a finalize begins, the finalize then
+    waiting for a frozen same-host peer to acknowledge the revocation of our
+    regions: the binding dropped the buffer at once, while the engine still
+    served the region (a peer's WRITE landed in freed memory). The buffer
+    must stay held until the finalize has stopped the engine."""
+    held_while_running = released_after = 0
+    for _ in range(20):
+        e = hixl.Hixl()
+        name = start_server(e)
+        try:
+            first = bytearray(4096)  # a region to revoke: what the finalize waits on
+            assert e.register_buffer(first)[0] == hixl.SUCCESS
+            assert peer.call("connect", remote=name)["status"] == hixl.SUCCESS  # same host: shm
+            peer.stop()
+            ba = bytearray(4096)
+            state = {}
+
+            def fin():
+                while not state.get("go"):
+                    time.sleep(0)  # runs once register_buffer lets go of the GIL
+                e.finalize()
+                state["done"] = True
+
+            t = threading.Thread(target=fin)
+            t.start()
+            time.sleep(0.01)
+            state["go"] = True
+            ret, _ = e.register_buffer(ba)
+            if ret == hixl.SUCCESS and not state.get("done"):
+                with pytest.raises(BufferError):
+                    ba.append(0)  # still exported: the engine may still write into it
+                held_while_running += 1
+            peer.cont()
+            t.join(timeout=20)
+            assert not t.is_alive()
+            ba.append(0)  # the finalize has ended: released
+            released_after += 1
+        finally:
+            peer.cont()
+            e.finalize()
+        if held_while_running >= 3:
+            break
+    assert held_while_running > 0, "the race window was never hit"
+    assert released_after > 0
+
+
+def test_interpreter_finalized_on_another_thread(tmp_path):
+    """An application embedding Python on a thread other than its first:
+    an engine destroyed in Py_FinalizeEx hung the process (the binding took
+    the first thread for the one finalizing the interpreter and parked the
+    real one)."""
+    import sysconfig
+
+    src = tmp_path / "embed.c"
+    src.write_text(textwrap.dedent(r"""
+        #include <Python.h>
+        #include <pthread.h>
+        #include <stdio.h>
+        static void *run(void *arg) {
+          (void)arg;
+          Py_Initialize();
+          PyRun_SimpleString("import hixl\n"
+                             "engine = hixl.Hixl()\n"
+                             "print(hixl.status_name(engine.initialize('127.0.0.1')), flush=True)\n");
+          printf("finalize %d\n", Py_FinalizeEx());
+          fflush(stdout);
+          return NULL;
+        }
+        int main(void) {
+          pthread_t t;
+          pthread_create(&t, NULL, run, NULL);
+          pthread_join(t, NULL);
+          return 0;
+        }
+    """))
+    exe = tmp_path / "embed"
+    ver = sysconfig.get_config_var("LDVERSION")
+    build = subprocess.run(
+        ["cc", str(src), "-o", str(exe), "-I" + sysconfig.get_config_var("INCLUDEPY"),
+         "-L" + sysconfig.get_config_var("LIBDIR"), "-lpython" + ver, "-lpthread"],
+        capture_output=True, text=True, timeout=120)
+    if build.returncode != 0:
+        pytest.skip("cannot build an embedding program here: " + build.stderr[-300:])
+    try:
+        r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=20, env=child_env())
+    except subprocess.TimeoutExpired:
+        pytest.fail("Py_FinalizeEx on a second thread hung")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["SUCCESS", "finalize", "0"], r.stdout
