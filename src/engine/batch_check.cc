@@ -27,6 +27,7 @@ BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, siz
       local_hint_ = r;
     }
     if (r == nullptr && !pool_on_) return {Verdict::kLocalUnregistered, i};
+    if (r != nullptr && !Registry::Allows(**r, d.local_addr, d.len, local_need_)) return {Verdict::kLocalNoAccess, i};
     if (!RemoteKnown(d.remote_addr, d.len)) return {Verdict::kRemoteUnknown, i};
     total_ += d.len;
     // Descriptors that continue the previous one on both sides become one

@@ -19,16 +19,17 @@ namespace hixl {
 
 class BatchCheck {
  public:
-  enum class Verdict { kOk, kBadDescriptor, kLocalUnregistered, kRemoteUnknown };
+  enum class Verdict { kOk, kBadDescriptor, kLocalUnregistered, kLocalNoAccess, kRemoteUnknown };
   struct Result {
     Verdict verdict = Verdict::kOk;
     size_t index = 0;  // the descriptor the verdict is about
   };
 
   // With `pool_on`, unregistered local memory goes to `relayed` instead of
-  // being refused.
-  BatchCheck(const RegionTable &local, const RemoteRegions &remote, bool pool_on)
-      : local_(local), remote_(remote), pool_on_(pool_on) {}
+  // being refused. Registered local memory must allow `local_need`
+  // (PageAccess: a READ writes it, a WRITE reads it).
+  BatchCheck(const RegionTable &local, const RemoteRegions &remote, bool pool_on, unsigned local_need)
+      : local_(local), remote_(remote), pool_on_(pool_on), local_need_(local_need) {}
 
   // Checks descs[from..]: pins local regions into `pins`, appends pieces to
   // `direct` (registered local memory) or `relayed`. Stops at the first
@@ -51,6 +52,7 @@ class BatchCheck {
   const RegionTable &local_;
   const RemoteRegions &remote_;
   const bool pool_on_;
+  const unsigned local_need_;
   RegionTable::Ref local_hint_ = nullptr;
   wire::RegionInfo last_remote_{0, 0};
   uint64_t total_ = 0;  // bytes of the descriptors accepted so far

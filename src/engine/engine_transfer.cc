@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "engine/batch_check.h"
 #include "engine/engine.h"
+#include "memory/page_access.h"
 #include "wire/frame.h"
 
 namespace hixl {
@@ -54,7 +55,7 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
 Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
                             Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
-  BatchCheck check(*table, link->remote_regions, pool_.enabled());
+  BatchCheck check(*table, link->remote_regions, pool_.enabled(), op == READ ? kPageWrite : kPageRead);
   bool refreshed = false;
   for (size_t from = 0;;) {
     BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
@@ -80,6 +81,11 @@ Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, co
         HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is not inside a registered region "
                   "(and the buffer pool is off)",
                   OpName(op), link->name.c_str(), r.index, d.local_addr, d.len);
+        break;
+      case BatchCheck::Verdict::kLocalNoAccess:
+        HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is registered memory this process "
+                  "may not %s (see its protection)",
+                  OpName(op), link->name.c_str(), r.index, d.local_addr, d.len, op == READ ? "write" : "read");
         break;
       default:
         HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "

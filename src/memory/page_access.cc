@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -24,70 +25,81 @@ uint64_t Hex(const char **p, const char *end) {
   return v;
 }
 
-// Walks the mappings in address order (the order of /proc/self/maps).
-class MapsWalk {
- public:
-  MapsWalk(uint64_t start, uint64_t end) : cursor_(start), end_(end) {}
+// One line "lo-hi perms ...": false for anything else.
+bool ParseLine(const char *p, const char *e, uint64_t *lo, uint64_t *hi, unsigned *access) {
+  *lo = Hex(&p, e);
+  if (p == e || *p != '-') return false;
+  ++p;
+  *hi = Hex(&p, e);
+  if (e - p < 3 || *p != ' ') return false;
+  *access = (p[1] == 'r' ? kPageRead : 0u) | (p[2] == 'w' ? kPageWrite : 0u);
+  return true;
+}
 
-  // One line "start-end perms ..."; false once the answer is known.
-  bool Line(const char *p, const char *e) {
-    uint64_t lo = Hex(&p, e);
-    if (p == e || *p != '-') return true;  // not a mapping line: skip it
-    ++p;
-    uint64_t hi = Hex(&p, e);
-    if (e - p < 3 || *p != ' ') return true;
-    if (hi <= cursor_) return true;  // before the range
-    if (lo > cursor_) return Finish(0);  // a hole
-    access_ &= (p[1] == 'r' ? kPageRead : 0u) | (p[2] == 'w' ? kPageWrite : 0u);
-    cursor_ = hi;
-    return cursor_ < end_ ? true : Finish(access_);
-  }
-  unsigned result() const { return done_ ? result_ : 0; }  // ran out of mappings: the end is unmapped
-
- private:
-  bool Finish(unsigned r) {
-    result_ = r;
-    done_ = true;
-    return false;
-  }
-
-  uint64_t cursor_;
-  const uint64_t end_;
-  unsigned access_ = kPageRead | kPageWrite;
-  unsigned result_ = 0;
-  bool done_ = false;
-};
-
-}  // namespace
-
-unsigned RangeAccess(uintptr_t addr, size_t len) {
-  if (len == 0) return kPageRead | kPageWrite;
-  const uint64_t end = len > UINT64_MAX - addr ? UINT64_MAX : addr + len;
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    HIXL_LOGW("cannot open /proc/self/maps (%s): memory access of registered regions is not checked",
-              std::strerror(errno));
-    return kPageRead | kPageWrite;
-  }
-  // Read it whole: a process has at most some tens of thousands of lines,
-  // and this runs once per region (see Registry::Allows).
-  std::string maps;
+bool ReadAll(const char *path, std::string *out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
   char buf[16384];
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    maps.append(buf, static_cast<size_t>(n));
+    out->append(buf, static_cast<size_t>(n));
   }
   close(fd);
-  MapsWalk walk(addr, end);
+  return true;
+}
+
+}  // namespace
+
+AccessMap AccessMap::Of(uintptr_t addr, size_t len) {
+  AccessMap m;
+  const uint64_t end = len > UINT64_MAX - addr ? UINT64_MAX : addr + len;
+  if (len == 0) {
+    m.whole_ = kPageRead | kPageWrite;
+    return m;
+  }
+  // Read whole: a process has at most some tens of thousands of lines, and
+  // this runs once per region (see Registry::Allows).
+  std::string maps;
+  if (!ReadAll("/proc/self/maps", &maps)) {
+    HIXL_LOGW("cannot open /proc/self/maps (%s): the access of registered memory is not checked",
+              std::strerror(errno));
+    m.spans_.push_back({addr, end, kPageRead | kPageWrite});
+    m.whole_ = kPageRead | kPageWrite;
+    return m;
+  }
   for (size_t at = 0; at < maps.size();) {
     size_t nl = maps.find('\n', at);
     if (nl == std::string::npos) nl = maps.size();
-    if (!walk.Line(maps.data() + at, maps.data() + nl)) break;
+    uint64_t lo = 0, hi = 0;
+    unsigned access = 0;
+    if (ParseLine(maps.data() + at, maps.data() + nl, &lo, &hi, &access)) {
+      if (lo >= end) break;  // in address order: nothing more of ours
+      if (hi > addr) m.spans_.push_back({std::max<uint64_t>(lo, addr), std::min(hi, end), access});
+    }
     at = nl + 1;
   }
-  return walk.result();
+  m.whole_ = m.Access(addr, len);
+  return m;
 }
+
+unsigned AccessMap::Access(uintptr_t addr, size_t len) const {
+  const uint64_t end = len > UINT64_MAX - addr ? UINT64_MAX : addr + len;
+  // From the last span starting at or before addr.
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), static_cast<uint64_t>(addr),
+                             [](uint64_t a, const Span &s) { return a < s.lo; });
+  if (it != spans_.begin()) --it;
+  unsigned access = kPageRead | kPageWrite;
+  for (uint64_t cursor = addr; cursor < end; cursor = it->hi) {
+    // (Spans wholly behind the cursor: a line read twice while the maps changed.)
+    while (it != spans_.end() && it->hi <= cursor) ++it;
+    if (it == spans_.end() || it->lo > cursor) return 0;  // a hole
+    access &= it->access;
+  }
+  return access;
+}
+
+unsigned RangeAccess(uintptr_t addr, size_t len) { return AccessMap::Of(addr, len).whole(); }
 
 }  // namespace hixl

@@ -1,14 +1,16 @@
-// page_access.h: what this process may do with a range of its own memory,
+// page_access.h: what this process may do with ranges of its own memory,
 // as /proc/self/maps says.
 //
-// The TCP target copies a peer's WRITE into registered memory, and a READ
-// out of it, partly with memcpy. A region registered read-only (a file
-// mapped PROT_READ to serve READs, say) would fault the whole process on a
-// peer's WRITE; with this check the target refuses the request instead.
+// Registered memory may be read-only (a file mapped PROT_READ, to serve
+// READs). The engine copies into and out of it partly with memcpy, which
+// would fault the whole process on a peer's WRITE into such memory (or on a
+// READ into a read-only local buffer); with this check the request is
+// refused instead.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace hixl {
 
@@ -17,9 +19,31 @@ enum PageAccess : unsigned {
   kPageWrite = 2,
 };
 
-// The PageAccess bits that hold for every byte of [addr, addr + len): 0 when
-// part of it is not mapped. When /proc/self/maps cannot be read (no /proc),
-// reports both bits: the caller then copies as it would without the check.
+// The access of each part of one range of memory, from one read of
+// /proc/self/maps.
+class AccessMap {
+ public:
+  // Reads the map of [addr, addr + len). When /proc/self/maps cannot be read
+  // (no /proc) every part reads as readable and writable: the engine then
+  // copies as it would without the check.
+  static AccessMap Of(uintptr_t addr, size_t len);
+
+  // The PageAccess bits that hold for every byte of [addr, addr + len): 0
+  // when part of it is not mapped (or outside the range the map was read for).
+  unsigned Access(uintptr_t addr, size_t len) const;
+  // The same for the whole range the map was read for.
+  unsigned whole() const { return whole_; }
+
+ private:
+  struct Span {
+    uint64_t lo, hi;  // [lo, hi), clipped to the range
+    unsigned access;
+  };
+  std::vector<Span> spans_;  // the mapped parts, in address order
+  unsigned whole_ = 0;
+};
+
+// AccessMap::Of(addr, len).whole().
 unsigned RangeAccess(uintptr_t addr, size_t len);
 
 }  // namespace hixl

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "common/deadline.h"
 #include "common/log.h"
 #include "memory/page_access.h"
 #include "memory/range_search.h"
@@ -173,13 +174,17 @@ void Registry::Rebuild() const {
 }
 
 bool Registry::Allows(Region &r, uintptr_t addr, size_t len, unsigned need) {
-  unsigned a = r.access.load(std::memory_order_relaxed);
-  if (a == 0) {  // two first users may both look: same answer
-    a = RangeAccess(r.addr, r.len) | Region::kAccessKnown;
-    r.access.store(a, std::memory_order_relaxed);
-  }
-  if ((a & need) == need) return true;
-  return (RangeAccess(addr, len) & need) == need;
+  if ((r.access.load(std::memory_order_relaxed) & need) == need) return true;  // all of it may
+  std::lock_guard<std::mutex> lock(r.map_mu);
+  if (r.map != nullptr && (r.map->Access(addr, len) & need) == need) return true;
+  const int64_t now = SteadyMillis();
+  // Refused by a map read a moment ago: refused. Read longer ago (or never):
+  // read it again, the memory may have been made accessible since.
+  if (r.map != nullptr && now - r.map_read_ms < kMapRereadMs) return false;
+  r.map = std::make_shared<const AccessMap>(AccessMap::Of(r.addr, r.len));
+  r.map_read_ms = now;
+  r.access.store(r.map->whole() | Region::kAccessKnown, std::memory_order_relaxed);
+  return (r.map->Access(addr, len) & need) == need;
 }
 
 }  // namespace hixl

@@ -19,6 +19,8 @@
 
 namespace hixl {
 
+class AccessMap;
+
 struct Region {
   uint64_t id = 0;
   uintptr_t addr = 0;
@@ -27,9 +29,14 @@ struct Region {
   std::atomic<int64_t> pins{0};
   std::atomic<bool> revoked{false};
   // PageAccess bits that hold for the whole region, plus kAccessKnown once
-  // computed (lazily: see Registry::Allows).
+  // looked up (lazily: see Registry::Allows).
   std::atomic<unsigned> access{0};
   static constexpr unsigned kAccessKnown = 1u << 8;
+  // A region not wholly accessible: the access of its parts, and when it
+  // was read (guarded by map_mu).
+  std::mutex map_mu;
+  std::shared_ptr<const AccessMap> map;
+  int64_t map_read_ms = 0;
 
   uintptr_t end() const { return addr + len; }
   bool Contains(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
@@ -91,11 +98,13 @@ class Registry {
   size_t size() const;
 
   // Whether this process may read (need = kPageRead) or write (kPageWrite)
-  // [addr, addr+len) of region `r`, which contains it. The region's own
-  // access is looked up at its first use and kept: protections must not
-  // change while memory is registered. A region only partly accessible then
-  // (a reservation committed piecemeal, say) is looked up per range.
+  // [addr, addr+len) of region `r`, which contains it. The region's map is
+  // read at its first use and kept: protections must not be taken away
+  // while memory is registered. A refusal reads the map again if the one
+  // kept is 100 ms old or more, so memory made accessible later (a
+  // reservation committed piecemeal, say) becomes usable.
   static bool Allows(Region &r, uintptr_t addr, size_t len, unsigned need);
+  static constexpr int64_t kMapRereadMs = 100;
 
   // Called by PinSet when a revoked region loses a pin.
   static void NotifyUnpinned();

@@ -1,4 +1,6 @@
 // transfer_test.cc: data integrity of READ and WRITE between two processes.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -274,6 +276,31 @@ TEST_P(TransferTest, MemoryTheTargetMayNotWriteOrReadIsRefusedNotFatal) {
   std::vector<hixl::TransferOpDesc> ok{Desc(0, 0, 4096)};
   EXPECT_EQ(Transfer(hixl::WRITE, ok), hixl::SUCCESS);
   EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
+}
+
+TEST_P(TransferTest, AReadIntoReadOnlyLocalMemoryIsRefused) {
+  // Registered local memory this process may not write (a read-only mapping
+  // is a fine WRITE source): a READ into it is refused before anything
+  // moves, instead of faulting this process when the reply arrives.
+  constexpr size_t kLen = 1u << 20;
+  void *p = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  FillPattern(p, kLen, 3);
+  ASSERT_EQ(mprotect(p, kLen, PROT_READ), 0);
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  hixl::MemDesc d{};
+  d.addr = addr;
+  d.len = kLen;
+  hixl::MemHandle h = nullptr;
+  ASSERT_EQ(engine_.RegisterMem(d, hixl::MEM_HOST, h), hixl::SUCCESS);
+  std::vector<hixl::TransferOpDesc> small, large{{addr, remote_addr_, 64u << 10}};
+  for (size_t i = 0; i < 256; ++i) small.push_back({addr + i * 32, remote_addr_ + i * 32, 16});
+  EXPECT_EQ(Transfer(hixl::READ, small), hixl::PARAM_INVALID);
+  EXPECT_EQ(Transfer(hixl::READ, large), hixl::PARAM_INVALID);
+  ASSERT_EQ(Transfer(hixl::WRITE, large), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 64u << 10), Hash(p, 64u << 10));
+  EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);
+  munmap(p, kLen);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);

@@ -1,6 +1,7 @@
 // Unit tests for hixl::BatchCheck (src/engine/batch_check.h): per-descriptor
 // bounds, local lookup and pinning, remote lookup, and merging. Nothing is
-// dereferenced, so fake addresses are used throughout.
+// dereferenced, so fake addresses are used (with no access check: local_need
+// 0), except in the test of the local memory's access.
 #include "engine/batch_check.h"
 
 #include <cstdint>
@@ -8,7 +9,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "memory/page_access.h"
 #include "memory/registry.h"
 #include "memory/remote_regions.h"
 #include "wire/messages.h"
@@ -70,7 +74,7 @@ void ExpectPiece(const Piece &p, uintptr_t local, uint64_t remote, size_t len) {
 // ------------------------------------------------------------- verdicts
 
 TEST_F(BatchCheckTest, AllGoodIsOkWithIndexAtEnd) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x100}, {kL2 + 0x200, kR2 + 0x400, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -82,7 +86,7 @@ TEST_F(BatchCheckTest, AllGoodIsOkWithIndexAtEnd) {
 }
 
 TEST_F(BatchCheckTest, EmptyBatchIsOk) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -92,7 +96,7 @@ TEST_F(BatchCheckTest, EmptyBatchIsOk) {
 }
 
 TEST_F(BatchCheckTest, WholeRegionsOnBothSidesAreAccepted) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, kLocalLen}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -117,7 +121,7 @@ TEST_F(BatchCheckTest, BadDescriptorsAreRefusedAtTheirIndex) {
   for (const BadCase &c : cases) {
     for (bool pool_on : {false, true}) {
       SCOPED_TRACE(testing::Message() << c.what << (pool_on ? " (pool on)" : " (pool off)"));
-      BatchCheck check(*table_, remote_, pool_on);
+      BatchCheck check(*table_, remote_, pool_on, /*local_need=*/0);
       PinSet pins;
       std::vector<Piece> direct, relayed;
       std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x100, kR1 + 0x100, 0x10}, c.desc,
@@ -145,7 +149,7 @@ TEST_F(BatchCheckTest, ABatchWhoseTotalPasses2To64IsRefused) {
   auto table = reg.Snapshot();
   RemoteRegions remote;
   remote.Replace({{kBase, kHalf}});
-  BatchCheck check(*table, remote, false);
+  BatchCheck check(*table, remote, false, /*local_need=*/0);
   PinSet pins;
   std::vector<Piece> direct, relayed;
   std::vector<TransferOpDesc> descs = {{kBase, kBase, kHalf}, {kBase, kBase, kHalf}, {kBase, kBase, 0x10}};
@@ -155,7 +159,7 @@ TEST_F(BatchCheckTest, ABatchWhoseTotalPasses2To64IsRefused) {
 }
 
 TEST_F(BatchCheckTest, BadDescriptorFirst) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kBadDescriptor);
@@ -178,7 +182,7 @@ TEST_F(BatchCheckTest, LocalUnregisteredWithPoolOff) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
-    BatchCheck check(*table_, remote_, false);
+    BatchCheck check(*table_, remote_, false, /*local_need=*/0);
     PinSet pins;
     std::vector<Piece> direct, relayed;
     std::vector<TransferOpDesc> descs = {{kL2, kR2, 0x10}, c.desc, {kL2 + 0x10, kR2 + 0x10, 0x10}};
@@ -192,7 +196,7 @@ TEST_F(BatchCheckTest, LocalUnregisteredWithPoolOff) {
 }
 
 TEST_F(BatchCheckTest, LocalIsCheckedBeforeRemote) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kUnreg, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kLocalUnregistered);
@@ -214,7 +218,7 @@ TEST_F(BatchCheckTest, RemoteUnknown) {
   for (bool pool_on : {false, true}) {
     for (const Case &c : cases) {
       SCOPED_TRACE(testing::Message() << c.what << (pool_on ? " (pool on)" : " (pool off)"));
-      BatchCheck check(*table_, remote_, pool_on);
+      BatchCheck check(*table_, remote_, pool_on, /*local_need=*/0);
       PinSet pins;
       std::vector<Piece> direct, relayed;
       std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10},
@@ -231,7 +235,7 @@ TEST_F(BatchCheckTest, RemoteUnknown) {
 // ------------------------------------------------------------- pool on
 
 TEST_F(BatchCheckTest, PoolOnSplitsDirectAndRelayed) {
-  BatchCheck check(*table_, remote_, true);
+  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10},                      // direct
       {kUnreg, kR1 + 0x100, 0x20},           // relayed
@@ -254,7 +258,7 @@ TEST_F(BatchCheckTest, PoolOnSplitsDirectAndRelayed) {
 }
 
 TEST_F(BatchCheckTest, PoolOnStillNeedsAKnownRemote) {
-  BatchCheck check(*table_, remote_, true);
+  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kUnreg, kR1, 0x10}, {kUnreg + 0x10, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kRemoteUnknown);
@@ -269,7 +273,7 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
   std::shared_ptr<Region> revoked = reg_.Revoke(h1_);
   ASSERT_NE(revoked, nullptr);
   {
-    BatchCheck check(*table_, remote_, false);
+    BatchCheck check(*table_, remote_, false, /*local_need=*/0);
     std::vector<TransferOpDesc> descs = {{kL2, kR1, 0x10}, {kL1, kR1 + 0x10, 0x10}};
     auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
     EXPECT_EQ(res.verdict, Verdict::kLocalUnregistered);
@@ -279,7 +283,7 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
   {
     PinSet pins;
     std::vector<Piece> direct, relayed;
-    BatchCheck check(*table_, remote_, true);
+    BatchCheck check(*table_, remote_, true, /*local_need=*/0);
     std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10}};
     auto res = check.Run(descs, 0, &pins, &direct, &relayed);
     EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -294,7 +298,7 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
 // ------------------------------------------------------------- pins
 
 TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   // Alternate between the two regions so the hint keeps missing.
   for (size_t i = 0; i < 10; ++i) {
@@ -313,7 +317,7 @@ TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
 
   // A second Run with the same set pins nothing more.
   std::vector<TransferOpDesc> more = {{kL2 + 0x8000, kR2, 0x10}, {kL1 + 0x8000, kR2 + 0x100, 0x10}};
-  BatchCheck again(*table_, remote_, false);
+  BatchCheck again(*table_, remote_, false, /*local_need=*/0);
   ASSERT_EQ(again.Run(more, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   EXPECT_EQ(Pins(kL1), 1);
   EXPECT_EQ(Pins(kL2), 1);
@@ -324,7 +328,7 @@ TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
 }
 
 TEST_F(BatchCheckTest, PinsStayUntilReleasedAfterAFailure) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL2, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kRemoteUnknown);
@@ -341,7 +345,7 @@ TEST_F(BatchCheckTest, PinsStayUntilReleasedAfterAFailure) {
 // ------------------------------------------------------------- merging
 
 TEST_F(BatchCheckTest, ContiguousOnBothSidesInOneRemoteRegionMerges) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x20}, {kL1 + 0x30, kR1 + 0x30, 0x30}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
@@ -350,7 +354,7 @@ TEST_F(BatchCheckTest, ContiguousOnBothSidesInOneRemoteRegionMerges) {
 }
 
 TEST_F(BatchCheckTest, ContiguousOnOneSideOnlyDoesNotMerge) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10},
       {kL1 + 0x10, kR1 + 0x20, 0x10},  // local contiguous, remote not
@@ -369,7 +373,7 @@ TEST_F(BatchCheckTest, AdjacentRemoteRegionsDoNotMerge) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
   remote.Replace({{a, 0x1000}, {a + 0x1000, 0x1000}});
-  BatchCheck check(*table_, remote, false);
+  BatchCheck check(*table_, remote, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a + 0x800, 0x800},            // end of the first remote region
       {kL1 + 0x800, a + 0x1000, 0x100},   // start of the second
@@ -385,7 +389,7 @@ TEST_F(BatchCheckTest, AdjacentRemoteRegionsCoveredByABiggerOneMerge) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
   remote.Replace({{a, 0x1000}, {a + 0x1000, 0x1000}, {a, 0x2000}});
-  BatchCheck check(*table_, remote, false);
+  BatchCheck check(*table_, remote, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, a + 0x800, 0x800}, {kL1 + 0x800, a + 0x1000, 0x100}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   // Whether it merges depends on which region each lookup returned; if it
@@ -408,7 +412,7 @@ TEST_F(BatchCheckTest, MergesAcrossLocalRegionsWhenContiguous) {
   ASSERT_EQ(reg.Register(0x40000000, 0x1000, MEM_HOST, &h), SUCCESS);
   ASSERT_EQ(reg.Register(0x40001000, 0x1000, MEM_HOST, &h), SUCCESS);
   auto table = reg.Snapshot();
-  BatchCheck check(*table, remote_, false);
+  BatchCheck check(*table, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{0x40000800, kR1, 0x800}, {0x40001000, kR1 + 0x800, 0x800}};
   PinSet pins;
   ASSERT_EQ(check.Run(descs, 0, &pins, &direct_, &relayed_).verdict, Verdict::kOk);
@@ -418,7 +422,7 @@ TEST_F(BatchCheckTest, MergesAcrossLocalRegionsWhenContiguous) {
 }
 
 TEST_F(BatchCheckTest, RelayedPiecesMergeToo) {
-  BatchCheck check(*table_, remote_, true);
+  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kUnreg, kR1, 0x10},
       {kL1, kR2, 0x10},                     // direct in between
@@ -435,7 +439,7 @@ TEST_F(BatchCheckTest, RelayedPiecesMergeToo) {
 TEST_F(BatchCheckTest, DirectAndRelayedNeverMergeWithEachOther) {
   // Local kL1 + kLocalLen is right after the region: contiguous locally, but
   // one side is registered and the other is not.
-  BatchCheck check(*table_, remote_, true);
+  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1 + kLocalLen - 0x10, kR1, 0x10}, {kL1 + kLocalLen, kR1 + 0x10, 0x10}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   ASSERT_EQ(direct_.size(), 1u);
@@ -451,7 +455,7 @@ TEST_F(BatchCheckTest, RunContinuesFromIndexAfterRemoteRefresh) {
   const uint64_t a = 0x90000000;  // small at first, bigger after the refresh
   const uint64_t b = 0xa0000000;  // appears with the refresh
   remote.Replace({{a, 0x20}});
-  BatchCheck check(*table_, remote, false);
+  BatchCheck check(*table_, remote, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a, 0x10},
       {kL1 + 0x10, a + 0x10, 0x10},     // merges with 0
@@ -487,7 +491,7 @@ TEST_F(BatchCheckTest, RefreshWithNewRegionKeepsEarlierPiecesSeparate) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
   remote.Replace({{a, 0x1000}});
-  BatchCheck check(*table_, remote, true);
+  BatchCheck check(*table_, remote, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a + 0xff0, 0x10},          // the end of a
       {kL1 + 0x10, a + 0x1000, 0x10},  // right after a: unknown, then a new region
@@ -511,7 +515,7 @@ TEST_F(BatchCheckTest, RefreshWithNewRegionKeepsEarlierPiecesSeparate) {
 }
 
 TEST_F(BatchCheckTest, RunFromMiddleSkipsEarlierDescriptors) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{0, 0, 0}, {kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10}};
   auto res = check.Run(descs, 1, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -528,7 +532,7 @@ TEST_F(BatchCheckTest, ForgetRemoteDropsARevokedCachedRegion) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
   remote.Replace({{a, 0x1000}});
-  BatchCheck check(*table_, remote, false);
+  BatchCheck check(*table_, remote, false, /*local_need=*/0);
   std::vector<TransferOpDesc> first = {{kL1, a, 0x10}};
   ASSERT_EQ(check.Run(first, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
 
@@ -542,7 +546,7 @@ TEST_F(BatchCheckTest, ForgetRemoteDropsARevokedCachedRegion) {
 }
 
 TEST_F(BatchCheckTest, ManyDescriptorsInOneRegionBecomeOnePiece) {
-  BatchCheck check(*table_, remote_, false);
+  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   for (size_t i = 0; i < 4096; ++i) descs.push_back({kL1 + i * 0x10, kR1 + i * 0x10, 0x10});
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
@@ -550,6 +554,32 @@ TEST_F(BatchCheckTest, ManyDescriptorsInOneRegionBecomeOnePiece) {
   ASSERT_EQ(direct_.size(), 1u);
   ExpectPiece(direct_[0], kL1, kR1, 0x10000);
   EXPECT_EQ(Pins(kL1), 1);
+}
+
+TEST(BatchCheckAccess, ReadOnlyLocalMemoryCanBeWrittenFromNotReadInto) {
+  const size_t len = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void *p = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  Registry reg(4);
+  MemHandle h = nullptr;
+  ASSERT_EQ(reg.Register(addr, len, MEM_HOST, &h), SUCCESS);
+  auto table = reg.Snapshot();
+  RemoteRegions remote;
+  remote.Replace({{kR1, kRemoteLen}});
+  const std::vector<TransferOpDesc> d{{addr, kR1, 64}};
+  for (unsigned need : {unsigned{kPageRead}, unsigned{kPageWrite}}) {
+    PinSet pins;
+    std::vector<Piece> direct, relayed;
+    BatchCheck check(*table, remote, true, need);
+    BatchCheck::Result r = check.Run(d, 0, &pins, &direct, &relayed);
+    // A WRITE from it (need read) is fine; a READ into it (need write) is
+    // refused, not relayed or moved.
+    EXPECT_EQ(r.verdict, need == kPageRead ? Verdict::kOk : Verdict::kLocalNoAccess) << need;
+    EXPECT_EQ(direct.size(), need == kPageRead ? 1u : 0u);
+    EXPECT_TRUE(relayed.empty());
+  }
+  munmap(p, len);
 }
 
 }  // namespace

@@ -76,5 +76,33 @@ TEST_F(PageAccessTest, RegistryAllowsByRegionThenByRange) {
   EXPECT_EQ(rw.access.load(), Region::kAccessKnown | kRW);
 }
 
+TEST_F(PageAccessTest, OneMapAnswersForEveryPartOfItsRange) {
+  AccessMap m = AccessMap::Of(At(0), 5 * page_);
+  EXPECT_EQ(m.whole(), 0u);
+  EXPECT_EQ(m.Access(At(0), page_), kRW);
+  EXPECT_EQ(m.Access(At(0) + 10, page_ - 10), kRW);
+  EXPECT_EQ(m.Access(At(1) - 1, 2), unsigned{kPageRead});
+  EXPECT_EQ(m.Access(At(1), page_), unsigned{kPageRead});
+  EXPECT_EQ(m.Access(At(2), 1), 0u);
+  EXPECT_EQ(m.Access(At(3), page_), 0u);
+  EXPECT_EQ(m.Access(At(4), page_), kRW);
+  EXPECT_EQ(m.Access(At(4), page_ + 1), 0u);  // past the range it was read for
+  EXPECT_EQ(m.Access(At(0) - 1, 1), 0u);      // before it
+}
+
+TEST_F(PageAccessTest, MemoryMadeAccessibleLaterBecomesUsable) {
+  // A reservation committed after registration: refused at first, allowed
+  // once the map is read again (at most every kMapRereadMs).
+  Region r;
+  r.addr = At(1);
+  r.len = 2 * page_;  // r, none
+  EXPECT_FALSE(Registry::Allows(r, At(2), page_, kPageRead));
+  ASSERT_EQ(mprotect(Page(1), 2 * page_, PROT_READ | PROT_WRITE), 0);
+  EXPECT_FALSE(Registry::Allows(r, At(2), page_, kPageRead));  // the map read a moment ago still says no
+  usleep(static_cast<useconds_t>(Registry::kMapRereadMs) * 1000 + 20000);
+  EXPECT_TRUE(Registry::Allows(r, At(2), page_, kPageRead | kPageWrite));
+  EXPECT_EQ(r.access.load(), Region::kAccessKnown | kRW);  // and from now on without a look
+}
+
 }  // namespace
 }  // namespace hixl

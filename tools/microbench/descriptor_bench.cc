@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/batch_check.h"
+#include "memory/page_access.h"
 #include "memory/registry.h"
 #include "memory/remote_regions.h"
 #include "transport/tcp/frame_planner.h"
@@ -44,7 +45,7 @@ void CheckAndPlan(benchmark::State &state, bool is_write) {
   for (auto _ : state) {
     PinSet pins;
     std::vector<Piece> direct, relayed;
-    BatchCheck check(*table, f.remote, true);
+    BatchCheck check(*table, f.remote, true, kPageRead);  // as for a WRITE
     auto r = check.Run(f.descs, 0, &pins, &direct, &relayed);
     if (r.verdict != BatchCheck::Verdict::kOk) state.SkipWithError("check failed");
     auto done = std::make_shared<Completion>();
