@@ -173,8 +173,7 @@ void Registry::Rebuild() const {
   dirty_ = false;
 }
 
-bool Registry::Allows(Region &r, uintptr_t addr, size_t len, unsigned need) {
-  if ((r.access.load(std::memory_order_relaxed) & need) == need) return true;  // all of it may
+bool Registry::AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need) {
   std::lock_guard<std::mutex> lock(r.map_mu);
   if (r.map != nullptr && (r.map->Access(addr, len) & need) == need) return true;
   const int64_t now = SteadyMillis();

@@ -103,7 +103,10 @@ class Registry {
   // while memory is registered. A refusal reads the map again if the one
   // kept is 100 ms old or more, so memory made accessible later (a
   // reservation committed piecemeal, say) becomes usable.
-  static bool Allows(Region &r, uintptr_t addr, size_t len, unsigned need);
+  static bool Allows(Region &r, uintptr_t addr, size_t len, unsigned need) {
+    // Inline: runs per descriptor, and nearly always the whole region may.
+    return (r.access.load(std::memory_order_relaxed) & need) == need || AllowsPart(r, addr, len, need);
+  }
   static constexpr int64_t kMapRereadMs = 100;
 
   // Called by PinSet when a revoked region loses a pin.
@@ -111,6 +114,7 @@ class Registry {
 
  private:
   void Rebuild() const;  // with mu_ held; only when dirty_
+  static bool AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need);
 
   const size_t max_regions_;
   mutable std::mutex mu_;
