@@ -87,6 +87,7 @@ class Engine : public tcp::TargetContext {
   struct AsyncConnectEntry {
     uint64_t seq = 0;
     AsyncConnectStatus status = AsyncConnectStatus::NOT_CONNECT;
+    std::string given;  // the remote as that task's caller spelled it (the map overload's key)
   };
 
   explicit Engine(EngineOptions opts);

@@ -278,7 +278,8 @@ Status Engine::QueueConnectTask(const char *call, const std::string &remote, int
     const bool had_previous = it != async_connect_.end();
     AsyncConnectEntry previous;
     if (had_previous) previous = it->second;
-    async_connect_[key] = {seq, connect ? AsyncConnectStatus::CONNECT_PENDING : AsyncConnectStatus::DISCONNECT_PENDING};
+    async_connect_[key] = {seq, connect ? AsyncConnectStatus::CONNECT_PENDING : AsyncConnectStatus::DISCONNECT_PENDING,
+                           remote};
     // Pool tasks run without the pool's lock and take connect_mu_ themselves:
     // submitting under connect_mu_ cannot deadlock.
     queued = connect_pool_.Submit(key, [this, key, seq, timeout_ms, connect] {
@@ -336,15 +337,15 @@ Status Engine::GetAsyncConnectStatus(const std::string &remote, AsyncConnectStat
 }
 
 Status Engine::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
-  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, std::string>> remotes;  // (key, as the caller spelled it)
   {
     std::lock_guard<std::mutex> lock(connect_mu_);
-    for (const auto &[key, entry] : async_connect_) keys.push_back(key);
+    for (const auto &[key, entry] : async_connect_) remotes.emplace_back(key, entry.given);
   }
   statuses.clear();
-  for (const auto &key : keys) {
+  for (const auto &[key, given] : remotes) {
     AsyncConnectStatus st;
-    if (GetAsyncConnectStatus(key, st) == SUCCESS) statuses[AscendString(key.c_str())] = st;
+    if (GetAsyncConnectStatus(key, st) == SUCCESS) statuses[AscendString(given.data(), given.size())] = st;
   }
   return SUCCESS;
 }

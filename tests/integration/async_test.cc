@@ -487,6 +487,14 @@ TEST_P(AsyncTest, ConnectAsyncStatesAndDisconnectAsync) {
   ASSERT_EQ(engine_.ConnectAsync(refused.c_str(), 1000), hixl::SUCCESS);
   EXPECT_EQ(WaitConnect(engine_, refused, hixl::AsyncConnectStatus::CONNECT_FAILED, 5),
             hixl::AsyncConnectStatus::CONNECT_FAILED);
+  // The map overload names each remote as the caller spelled it (a lookup
+  // by the caller's own name must find it).
+  const std::string spelled = "[0:0:0:0:0:0:0:1]:" + std::to_string(closed_port_holder.port);
+  ASSERT_EQ(engine_.ConnectAsync(spelled.c_str(), 1000), hixl::SUCCESS);
+  WaitConnect(engine_, spelled, hixl::AsyncConnectStatus::CONNECT_FAILED, 5);
+  ASSERT_EQ(engine_.GetAsyncConnectStatus(all), hixl::SUCCESS);
+  EXPECT_EQ(all.count(spelled.c_str()), 1u);
+  EXPECT_EQ(all.count(refused.c_str()), 1u);
 }
 
 TEST_P(AsyncTest, MixingSyncAndAsyncConnectDoesNotCrash) {
