@@ -38,22 +38,22 @@ namespace {
 
 using hixl::Status;
 
-// The thread that finalizes the interpreter: the one that runs the atexit
-// callbacks, just before finalization begins (see BindEngine). 0 until then.
-std::atomic<unsigned long> g_finalizing_thread{0};
+// The thread that ran the atexit callbacks, which Py_FinalizeEx runs just
+// before finalization begins, on the thread finalizing (see BindEngine).
+std::atomic<unsigned long> g_atexit_thread{0};
 
 // True when the interpreter is exiting and this thread is not the one
 // finalizing it: CPython would end this thread when it asks for the GIL back.
+// The finalizing thread is the one that ran the atexit callbacks, or the
+// process's first one (which finalizes for `python3`; and the callbacks may
+// have been run by hand, on another thread).
 bool MustNotReturnToPython() {
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing() != 0;
 #else
   const bool finalizing = _Py_IsFinalizing() != 0;
 #endif
-  if (!finalizing) return false;
-  const unsigned long finalizer = g_finalizing_thread.load();
-  // (Without the atexit callback: `python3` finalizes on the process's first thread.)
-  return finalizer != 0 ? finalizer != PyThread_get_thread_ident() : gettid() != getpid();
+  return finalizing && g_atexit_thread.load() != PyThread_get_thread_ident() && gettid() != getpid();
 }
 
 // Releases the GIL for its lifetime, like py::gil_scoped_release, except at
@@ -197,6 +197,8 @@ class HixlPy {
       // admitted before return soon. Then nothing can report a request.
       engine_->Finalize();
       admission_.WaitIdle();
+      // An initialize admitted before may have started a new engine since.
+      engine_->Finalize();
       std::lock_guard<std::mutex> async_lock(async_mu_);
       live.swap(live_);
       pending_.clear();
@@ -440,7 +442,7 @@ void BindEngine(py::module_ &m) {
   // atexit callbacks run on the thread that is about to finalize the
   // interpreter (see MustNotReturnToPython).
   py::module_::import("atexit").attr("register")(
-      py::cpp_function([] { g_finalizing_thread.store(PyThread_get_thread_ident()); }));
+      py::cpp_function([] { g_atexit_thread.store(PyThread_get_thread_ident()); }));
   const auto kTimeout = py::arg("timeout_in_millis") = kDefaultTimeoutMs;
 
   py::class_<HixlPy>(m, "Hixl",

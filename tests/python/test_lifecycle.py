@@ -98,6 +98,26 @@ def test_exit_while_daemon_thread_in_engine_call(tmp_path):
     assert "terminate called" not in proc.stderr
 
 
+
+def test_exit_after_atexit_callbacks_ran_on_another_thread(tmp_path):
+    """atexit._run_exitfuncs() run by hand on another thread (some libraries
+    do): the binding then took that thread for the one finalizing the
+    interpreter, and the main thread, destroying an engine at exit, parked for
+    ever."""
+    proc = run_child(
+        tmp_path,
+        """
+        import atexit, threading, hixl
+        engine = hixl.Hixl()
+        assert engine.initialize("127.0.0.1") == hixl.SUCCESS
+        t = threading.Thread(target=atexit._run_exitfuncs)
+        t.start(); t.join()
+        print("exiting", flush=True)
+        """,
+    )
+    assert proc.returncode == 0, f"exit status {proc.returncode}\nstderr:\n{proc.stderr}"
+    assert proc.stdout.split() == ["exiting"]
+
 def test_notify_desc_changed_by_another_thread_during_send_notify():
     """send_notify used the NotifyDesc object's own strings with the GIL
     released: another thread assigning notify.name meanwhile got a 5000-byte
