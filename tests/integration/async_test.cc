@@ -631,6 +631,14 @@ TEST(Heartbeat, TargetDropsAnInitiatorThatFallsSilent) {
   server.Finalize();
 }
 
+// A channel pool of 4 with waterlines 0.75 / 0.5: the third link triggers
+// eviction down to 2. TCP, so that a link is kept busy by freezing its peer.
+Options SmallPoolOverTcp() {
+  return WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 4, \"channel_pool.high_waterline\": 0.75, "
+                                      "\"channel_pool.low_waterline\": 0.5}"),
+                       "tcp");
+}
+
 TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   // Three server processes: A will be busy, B idle, C is the third link.
   PeerProcess a, b, c;
@@ -641,13 +649,7 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   uintptr_t ra = a.AllocRegistered(1u << 20, &ida), rb = b.AllocRegistered(1u << 20, &idb),
             rc = c.AllocRegistered(1u << 20, &idc);
   hixl::Hixl e;
-  // max 4, high 0.75 -> 3 links trigger eviction down to low 0.5 -> 2.
-  // TCP: the busy link is kept busy by freezing its peer.
-  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 4, "
-                                                                   "\"channel_pool.high_waterline\": 0.75, "
-                                                                   "\"channel_pool.low_waterline\": 0.5}"),
-                                                    "tcp")),
-            hixl::SUCCESS);
+  ASSERT_EQ(e.Initialize("127.0.0.1", SmallPoolOverTcp()), hixl::SUCCESS);
   LocalBuffer local(1u << 20);
   hixl::MemDesc md{};
   md.addr = local.addr();
@@ -692,11 +694,7 @@ TEST(ChannelPool, WaterlinesApplyOnceLinksThatWereBusyGoIdle) {
     ASSERT_NE(remote[i], 0u);
   }
   hixl::Hixl e;
-  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 4, "
-                                                                   "\"channel_pool.high_waterline\": 0.75, "
-                                                                   "\"channel_pool.low_waterline\": 0.5}"),
-                                                    "tcp")),
-            hixl::SUCCESS);
+  ASSERT_EQ(e.Initialize("127.0.0.1", SmallPoolOverTcp()), hixl::SUCCESS);
   LocalBuffer local(3u << 20);
   RegisterWith(e, local);
   hixl::TransferReq busy[3] = {};
