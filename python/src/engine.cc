@@ -23,7 +23,6 @@
 // Locks are never taken while waiting for the GIL nor held while acquiring it.
 #include <unistd.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -38,22 +37,12 @@ namespace {
 
 using hixl::Status;
 
-// The thread that ran the atexit callbacks, which Py_FinalizeEx runs just
-// before finalization begins, on the thread finalizing (see BindEngine).
-std::atomic<unsigned long> g_atexit_thread{0};
-
-// True when the interpreter is exiting and this thread is not the one
-// finalizing it: CPython would end this thread when it asks for the GIL back.
-// The finalizing thread is the one that ran the atexit callbacks, or the
-// process's first one (which finalizes for `python3`; and the callbacks may
-// have been run by hand, on another thread).
-bool MustNotReturnToPython() {
+bool PythonFinalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing() != 0;
+  return Py_IsFinalizing() != 0;
 #else
-  const bool finalizing = _Py_IsFinalizing() != 0;
+  return _Py_IsFinalizing() != 0;
 #endif
-  return finalizing && g_atexit_thread.load() != PyThread_get_thread_ident() && gettid() != getpid();
 }
 
 // Releases the GIL for its lifetime, like py::gil_scoped_release, except at
@@ -64,15 +53,18 @@ bool MustNotReturnToPython() {
 // should finalization begin between the check and the request.
 class GilRelease {
  public:
-  GilRelease() : state_(PyEval_SaveThread()) {}
+  // Made with the GIL held: once the interpreter is finalizing, only by the
+  // thread finalizing it, which may take the GIL back.
+  GilRelease() : finalizer_(PythonFinalizing()), state_(PyEval_SaveThread()) {}
   GilRelease(const GilRelease &) = delete;
   GilRelease &operator=(const GilRelease &) = delete;
   ~GilRelease() noexcept(false) {
-    while (MustNotReturnToPython()) pause();
+    while (!finalizer_ && PythonFinalizing()) pause();
     PyEval_RestoreThread(state_);
   }
 
  private:
+  const bool finalizer_;
   PyThreadState *state_;
 };
 using Release = py::call_guard<GilRelease>;
@@ -439,10 +431,6 @@ py::dict ToDict(const std::map<hixl::AscendString, hixl::AsyncConnectStatus> &al
 }  // namespace
 
 void BindEngine(py::module_ &m) {
-  // atexit callbacks run on the thread that is about to finalize the
-  // interpreter (see MustNotReturnToPython).
-  py::module_::import("atexit").attr("register")(
-      py::cpp_function([] { g_atexit_thread.store(PyThread_get_thread_ident()); }));
   const auto kTimeout = py::arg("timeout_in_millis") = kDefaultTimeoutMs;
 
   py::class_<HixlPy>(m, "Hixl",

@@ -453,24 +453,31 @@ def test_register_buffer_just_before_a_slow_finalize_holds_until_it_ends(engine,
     assert released_after > 0
 
 
-def test_interpreter_finalized_on_another_thread(tmp_path):
+@pytest.mark.parametrize("atexit_on_helper", [False, True])
+def test_interpreter_finalized_on_another_thread(tmp_path, atexit_on_helper):
     """An application embedding Python on a thread other than its first:
     an engine destroyed in Py_FinalizeEx hung the process (the binding took
-    the first thread for the one finalizing the interpreter and parked the
-    real one)."""
+    the first thread, then the one that ran the atexit callbacks, which may
+    have been run by hand on a helper, for the one finalizing the
+    interpreter, and parked the real one)."""
     import sysconfig
 
+    helper = ("import atexit, threading\\n"
+              "t = threading.Thread(target=atexit._run_exitfuncs); t.start(); t.join()\\n"
+              if atexit_on_helper else "")
     src = tmp_path / "embed.c"
     src.write_text(textwrap.dedent(r"""
         #include <Python.h>
         #include <pthread.h>
         #include <stdio.h>
+        #define HELPER "@HELPER@"
         static void *run(void *arg) {
           (void)arg;
           Py_Initialize();
           PyRun_SimpleString("import hixl\n"
                              "engine = hixl.Hixl()\n"
-                             "print(hixl.status_name(engine.initialize('127.0.0.1')), flush=True)\n");
+                             "print(hixl.status_name(engine.initialize('127.0.0.1')), flush=True)\n"
+                             HELPER);
           printf("finalize %d\n", Py_FinalizeEx());
           fflush(stdout);
           return NULL;
@@ -481,7 +488,7 @@ def test_interpreter_finalized_on_another_thread(tmp_path):
           pthread_join(t, NULL);
           return 0;
         }
-    """))
+    """).replace("@HELPER@", helper))
     exe = tmp_path / "embed"
     ver = sysconfig.get_config_var("LDVERSION")
     build = subprocess.run(
