@@ -138,6 +138,16 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     return PARAM_INVALID;
   }
   Status s = registry_.Register(mem.addr, mem.len, type, &handle);
+  if (s == SUCCESS && stopping_) {
+    // Racing Finalize (a caller's bug in C++; the Python binding allows it):
+    // Shutdown may have listed the regions to revoke from same-host peers
+    // before this one was in, and such a peer could copy into it after
+    // Finalize returned. Take it back out the way DeregisterMem does.
+    HIXL_LOGE("RegisterMem 0x%" PRIxPTR "+%zu: the engine is finalizing", mem.addr, mem.len);
+    DeregisterMem(handle);
+    handle = nullptr;
+    return FAILED;
+  }
   if (s == SUCCESS) HIXL_LOGD("RegisterMem 0x%" PRIxPTR "+%zu -> %p", mem.addr, mem.len, handle);
   return s;
 }
