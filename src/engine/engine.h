@@ -115,6 +115,9 @@ class Engine : public tcp::TargetContext {
   bool SameHost(const wire::HostIdentity &other) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
+  // Keeps async_connect_ at most kMaxAsyncConnects long. With connect_mu_.
+  void ForgetOldAsyncConnectsLocked();
+  static constexpr size_t kMaxAsyncConnects = 4096;
   Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect);
   void Housekeeping();
 

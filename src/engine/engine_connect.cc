@@ -259,7 +259,27 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
 void Engine::SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status) {
   std::lock_guard<std::mutex> lock(connect_mu_);
   auto it = async_connect_.find(key);
-  if (it != async_connect_.end() && it->second.seq == seq) it->second.status = status;
+  if (it == async_connect_.end() || it->second.seq != seq) return;  // a later task's now, or forgotten
+  if (status == AsyncConnectStatus::NOT_CONNECT) {
+    async_connect_.erase(it);  // what a remote never seen reads as: nothing to keep
+  } else {
+    it->second.status = status;
+  }
+}
+
+void Engine::ForgetOldAsyncConnectsLocked() {
+  // A server's clients may come and go for months: remember the latest
+  // kMaxAsyncConnects remotes; finished tasks go first, oldest first.
+  while (async_connect_.size() > kMaxAsyncConnects) {
+    auto oldest = async_connect_.end();
+    for (auto it = async_connect_.begin(); it != async_connect_.end(); ++it) {
+      const AsyncConnectStatus st = it->second.status;
+      const bool finished = st == AsyncConnectStatus::CONNECTED || st == AsyncConnectStatus::CONNECT_FAILED;
+      if (finished && (oldest == async_connect_.end() || it->second.seq < oldest->second.seq)) oldest = it;
+    }
+    if (oldest == async_connect_.end()) return;  // all pending: bounded by the pool's queue
+    async_connect_.erase(oldest);
+  }
 }
 
 Status Engine::QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect) {
@@ -280,6 +300,7 @@ Status Engine::QueueConnectTask(const char *call, const std::string &remote, int
     if (had_previous) previous = it->second;
     async_connect_[key] = {seq, connect ? AsyncConnectStatus::CONNECT_PENDING : AsyncConnectStatus::DISCONNECT_PENDING,
                            remote};
+    ForgetOldAsyncConnectsLocked();
     // Pool tasks run without the pool's lock and take connect_mu_ themselves:
     // submitting under connect_mu_ cannot deadlock.
     queued = connect_pool_.Submit(key, [this, key, seq, timeout_ms, connect] {

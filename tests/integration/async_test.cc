@@ -572,6 +572,45 @@ TEST(ConnectPool, QueueOverflowIsRESOURCE_EXHAUSTED) {
   e.Finalize();
 }
 
+TEST(ConnectPool, AsyncConnectStatesOfOldRemotesAreForgotten) {
+  // A server whose clients come and go for months: the state of every remote
+  // it ever async-connected to was kept (and walked by the map query).
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  SilentListener closed(false);  // a port that refuses, on every 127.x address
+  auto remote = [&](int i) {
+    return "127.0." + std::to_string(1 + i / 250) + "." + std::to_string(1 + i % 250) + ":" +
+           std::to_string(closed.port);
+  };
+  // A disconnected remote is forgotten: it reads NOT_CONNECT, as one never seen.
+  ASSERT_EQ(e.DisconnectAsync(remote(0).c_str(), 1000), hixl::SUCCESS);
+  std::map<hixl::AscendString, hixl::AsyncConnectStatus> all;
+  auto t0 = std::chrono::steady_clock::now();
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_EQ(e.GetAsyncConnectStatus(all), hixl::SUCCESS);
+  } while (!all.empty() && SecondsSince(t0) < 5);
+  EXPECT_TRUE(all.empty());
+  // Failed connects to more remotes than are remembered.
+  constexpr int kRemotes = 4200;
+  for (int i = 0; i < kRemotes && SecondsSince(t0) < 60;) {
+    hixl::Status s = e.ConnectAsync(remote(i).c_str(), 1000);
+    if (s == hixl::RESOURCE_EXHAUSTED) {  // the pool's queue is full: let it drain
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    ASSERT_EQ(s, hixl::SUCCESS) << remote(i);
+    ++i;
+  }
+  EXPECT_EQ(WaitConnect(e, remote(kRemotes - 1), hixl::AsyncConnectStatus::CONNECT_FAILED, 10),
+            hixl::AsyncConnectStatus::CONNECT_FAILED);
+  ASSERT_EQ(e.GetAsyncConnectStatus(all), hixl::SUCCESS);
+  EXPECT_LE(all.size(), 4096u);
+  EXPECT_GE(all.size(), 4000u);
+  EXPECT_EQ(all.count(remote(kRemotes - 1).c_str()), 1u) << "the newest remote was forgotten";
+  e.Finalize();
+}
+
 TEST(ConnectPool, DifferentRemotesRunConcurrentlyOneRemoteInOrder) {
   SilentListener a, b;
   hixl::Hixl e;
