@@ -39,7 +39,11 @@ void LinkTable::EvictLocked(size_t keep, const Link *spare, std::vector<std::sha
   for (const auto &l : idle) {
     if (links_.size() <= keep) break;
     links_.erase(l->name);
-    evicted_.insert(l->name);
+    evicted_[l->name] = ++evictions_;
+    if (evicted_.size() > kMaxEvicted) {
+      evicted_.erase(std::min_element(evicted_.begin(), evicted_.end(),
+                                      [](const auto &a, const auto &b) { return a.second < b.second; }));
+    }
     closed->push_back(l);
   }
 }

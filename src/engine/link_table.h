@@ -7,7 +7,6 @@
 
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <map>
 #include <vector>
@@ -20,6 +19,7 @@ namespace hixl {
 
 class LinkTable {
  public:
+  static constexpr size_t kMaxEvicted = 4096;
   explicit LinkTable(const EngineOptions &opts);
 
   // The link to `name` with one use held, or an empty ref; then *evicted
@@ -52,7 +52,10 @@ class LinkTable {
   const size_t low_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Link>> links_;
-  std::set<std::string> evicted_;
+  // Remotes whose link the pool closed, with when (a count): the latest
+  // kMaxEvicted, so that remotes gone for good are not remembered for ever.
+  std::map<std::string, uint64_t> evicted_;
+  uint64_t evictions_ = 0;
 };
 
 }  // namespace hixl
