@@ -22,6 +22,7 @@ TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
     std::lock_guard<std::mutex> lock(mu_);
     t->id = next_id_.fetch_add(1, std::memory_order_relaxed);
     reqs_[t->id] = t;
+    if (t->deadline.at() != Deadline::Never().at()) by_deadline_.emplace(t->deadline.at(), t->id);
   }
   // The callback owns `t` until it runs, which breaks the t -> done -> t cycle.
   t->done->SetOnFinish([t] {
@@ -65,7 +66,7 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
     }
     *status = it->second->status.load();
     if (*status != TransferStatus::WAITING) {  // finished already: report and release in one go
-      reqs_.erase(it);
+      EraseLocked(it);
       return SUCCESS;
     }
     t = it->second;
@@ -76,10 +77,12 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
     // Another thread polling the same request may have seen it finish too:
     // only the one that takes it out of the table reports it.
     std::lock_guard<std::mutex> lock(mu_);
-    if (reqs_.erase(id) == 0) {
+    auto it = reqs_.find(id);
+    if (it == reqs_.end()) {
       HIXL_LOGE("GetTransferStatus: request %p was reported finished to another caller meanwhile", req);
       return PARAM_INVALID;
     }
+    EraseLocked(it);
   }
   return SUCCESS;
 }
@@ -97,7 +100,7 @@ void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<Tr
     // One pass over the waiting requests: time out the overdue ones, then
     // lend this thread once to each link that the others wait on.
     std::vector<std::shared_ptr<Link>> links;
-    for (const auto &t : Waiting(false)) {
+    for (const auto &t : Waiting()) {
       if (t->deadline.Expired()) {
         t->done->Finish(TIMEOUT);
         continue;
@@ -120,26 +123,47 @@ void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<Tr
     r.user_data = it->second->user_data;
     r.status = st;
     results->push_back(r);
-    it = st == TransferStatus::WAITING ? std::next(it) : reqs_.erase(it);
+    it = st == TransferStatus::WAITING ? std::next(it) : EraseLocked(it);
   }
 }
 
-std::vector<std::shared_ptr<AsyncTransfer>> AsyncTransfers::Waiting(bool overdue_only) {
+AsyncTransfers::Table::iterator AsyncTransfers::EraseLocked(Table::iterator it) {
+  auto [first, last] = by_deadline_.equal_range(it->second->deadline.at());
+  for (auto d = first; d != last; ++d) {
+    if (d->second == it->first) {
+      by_deadline_.erase(d);
+      break;
+    }
+  }
+  return reqs_.erase(it);
+}
+
+std::vector<std::shared_ptr<AsyncTransfer>> AsyncTransfers::Waiting() {
   std::vector<std::shared_ptr<AsyncTransfer>> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto &[id, t] : reqs_) {
-    if (t->status.load() == TransferStatus::WAITING && (!overdue_only || t->deadline.Expired())) out.push_back(t);
+    if (t->status.load() == TransferStatus::WAITING) out.push_back(t);
   }
   return out;
 }
 
 void AsyncTransfers::ExpireOverdue() {
+  std::vector<std::shared_ptr<AsyncTransfer>> overdue;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
+    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+      auto it = reqs_.find(by_deadline_.begin()->second);  // gone: reported already
+      if (it != reqs_.end() && it->second->status.load() == TransferStatus::WAITING) overdue.push_back(it->second);
+      by_deadline_.erase(by_deadline_.begin());
+    }
+  }
   // Finish outside the table lock: finishing cancels on the link's streams.
-  for (const auto &t : Waiting(true)) t->done->Finish(TIMEOUT);
+  for (const auto &t : overdue) t->done->Finish(TIMEOUT);
 }
 
 void AsyncTransfers::FailAll() {
-  for (const auto &t : Waiting(false)) t->done->Finish(FAILED);
+  for (const auto &t : Waiting()) t->done->Finish(FAILED);
 }
 
 }  // namespace hixl

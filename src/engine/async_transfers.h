@@ -54,13 +54,14 @@ class AsyncTransfers {
   // PARAM_INVALID for an unknown or already reported request.
   Status Query(TransferReq req, TransferStatus *status);
   void QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results);
-  // Finishes with TIMEOUT every request past its deadline.
+  // Finishes with TIMEOUT every request past its deadline (costs what is
+  // overdue, not what is kept).
   void ExpireOverdue();
   // Finishes every request still waiting with FAILED (Finalize).
   void FailAll();
 
  private:
-  std::vector<std::shared_ptr<AsyncTransfer>> Waiting(bool overdue_only);
+  std::vector<std::shared_ptr<AsyncTransfer>> Waiting();
   // Cancels what is left of a finished request, releases it, sets status.
   static void Release(AsyncTransfer &t);
   // A waiting request: times it out when overdue, otherwise helps it along.
@@ -71,7 +72,14 @@ class AsyncTransfers {
   // another engine, or of this one before Finalize, is unknown here, never
   // mistaken for one of ours.
   static std::atomic<uint64_t> next_id_;
-  std::map<uint64_t, std::shared_ptr<AsyncTransfer>> reqs_;  // by id: submission order
+  using Table = std::map<uint64_t, std::shared_ptr<AsyncTransfer>>;
+  // Takes a reported request out of both tables; with mu_.
+  Table::iterator EraseLocked(Table::iterator it);
+  Table reqs_;  // by id: submission order
+  // Ids by deadline, for ExpireOverdue to look only at the overdue ones: the
+  // finished requests an application has not asked about yet stay in reqs_
+  // (they must be reported), and the housekeeper runs every 100 ms.
+  std::multimap<Clock::time_point, uint64_t> by_deadline_;
 };
 
 }  // namespace hixl

@@ -353,6 +353,43 @@ TEST_P(AsyncTcpTest, DeadlineTurnsIntoTimeoutAndReleasesTheBuffer) {
   peer_.Kill(SIGCONT);
 }
 
+TEST_P(AsyncTcpTest, AnUnpolledRequestTimesOutByItselfAmidFinishedOnes) {
+  // The housekeeper times requests out without anyone polling (it lets go of
+  // the buffer: DeregisterMem, which waits for it, returns), also among
+  // many finished requests nobody has asked about (it no longer walks them).
+  Restart(ResourceConfig("{\"async_transfer.timeout_ms\": 500}"));
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  for (int i = 0; i < 2000; ++i) Post(hixl::WRITE, 0, 0, 64);  // finished, never asked about
+  hixl::TransferReq last = Post(hixl::WRITE, 0, 0, 64);
+  EXPECT_EQ(WaitFor(engine_, last, 5), hixl::TransferStatus::COMPLETED);
+  LocalBuffer other(1u << 20);
+  hixl::MemHandle h = RegisterLocal(other);
+  peer_.Kill(SIGSTOP);
+  hixl::TransferReq stuck = nullptr;
+  ASSERT_EQ(engine_.TransferAsync(remote_.c_str(), hixl::READ, {{other.addr(), remote_addr_, 1u << 20}},
+                                  hixl::TransferArgs{}, stuck),
+            hixl::SUCCESS);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> deregistered{false};
+  std::thread watchdog([&] {  // should the timeout never come, the peer's answer ends the wait
+    while (!deregistered && SecondsSince(t0) < 4) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    peer_.Kill(SIGCONT);
+  });
+  EXPECT_EQ(engine_.DeregisterMem(h), hixl::SUCCESS);  // waits for the request to let go
+  const double took = SecondsSince(t0);
+  deregistered = true;
+  watchdog.join();
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 2.0);
+  hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+  ASSERT_EQ(engine_.GetTransferStatus(stuck, st), hixl::SUCCESS);
+  EXPECT_EQ(st, hixl::TransferStatus::TIMEOUT);
+  hixl::GetTransferStatusArgs all;
+  std::vector<hixl::TransferResult> results;
+  ASSERT_EQ(engine_.GetTransferStatus(all, results), hixl::SUCCESS);
+  EXPECT_EQ(results.size(), 2000u);  // the unasked ones are all still there to report
+}
+
 TEST_P(AsyncTest, ARequestThatTimesOutWhileBeingSubmittedLeavesTheBufferAlone) {
   // Handing 200,000 descriptors to the link takes longer than the 1 ms
   // deadline, so the request finishes while TransferAsync is still
