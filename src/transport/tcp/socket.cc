@@ -44,6 +44,15 @@ Status WaitFd(int fd, short events, Deadline deadline, std::string *why, const s
 void TuneSocket(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // The heartbeat notices a peer that stopped answering, but it can be off
+  // (heartbeat.interval_ms 0): then a peer whose host vanished (no FIN, no
+  // RST) would hold its stream, fd and pins for good. The kernel's probes end
+  // such a stream after about two minutes of silence.
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  int idle_s = kKeepAliveIdleS, interval_s = kKeepAliveIntervalS, count = kKeepAliveProbes;
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
 int ListenTcp(const EngineAddress &addr, std::string *why) {

@@ -27,8 +27,12 @@ Status SendAll(int fd, const void *data, size_t len, Deadline deadline, std::str
 Status RecvAll(int fd, void *data, size_t len, Deadline deadline, std::string *why,
                const std::atomic<bool> *cancel = nullptr);
 // What every data socket gets beyond its creation flags (every one is made
-// with SOCK_NONBLOCK | SOCK_CLOEXEC, by socket() or accept4()): TCP_NODELAY.
+// with SOCK_NONBLOCK | SOCK_CLOEXEC, by socket() or accept4()): TCP_NODELAY,
+// and TCP keepalive (probes after 60 s of silence, every 10 s, 6 of them).
 void TuneSocket(int fd);
+constexpr int kKeepAliveIdleS = 60;
+constexpr int kKeepAliveIntervalS = 10;
+constexpr int kKeepAliveProbes = 6;
 // "ip:port" of the far end of a socket, for logs.
 std::string PeerName(int fd);
 
