@@ -45,7 +45,12 @@ void LinkTable::EvictLocked(size_t keep, const Link *spare, std::vector<std::sha
                                       [](const auto &a, const auto &b) { return a.second < b.second; }));
     }
     closed->push_back(l);
+    HIXL_LOGI("channel pool: closing idle link %s (%zu links left)", l->name.c_str(), links_.size());
   }
+}
+
+void LinkTable::TrimLocked(const Link *spare, std::vector<std::shared_ptr<Link>> *closed) {
+  if (high_ > 0 && links_.size() >= high_) EvictLocked(low_, spare, closed);
 }
 
 Status LinkTable::Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr<Link>> *closed) {
@@ -59,10 +64,7 @@ Status LinkTable::Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr
   evicted_.erase(link->name);
   const Link *added = link.get();
   links_[link->name] = std::move(link);
-  if (high_ > 0 && links_.size() >= high_) EvictLocked(low_, added, closed);
-  for (const auto &l : *closed) {
-    HIXL_LOGI("channel pool: closing idle link %s (%zu links left)", l->name.c_str(), links_.size());
-  }
+  TrimLocked(added, closed);
   return SUCCESS;
 }
 
@@ -81,11 +83,7 @@ std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *exp
 
 void LinkTable::Trim(std::vector<std::shared_ptr<Link>> *closed) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (high_ == 0 || links_.size() < high_) return;
-  EvictLocked(low_, nullptr, closed);
-  for (const auto &l : *closed) {
-    HIXL_LOGI("channel pool: closing idle link %s (%zu links left)", l->name.c_str(), links_.size());
-  }
+  TrimLocked(nullptr, closed);
 }
 
 std::vector<std::shared_ptr<Link>> LinkTable::All() {

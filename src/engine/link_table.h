@@ -46,6 +46,8 @@ class LinkTable {
   bool Idle(const Link &l) const;
   // Takes idle links out, least recently used first, until `keep` remain.
   void EvictLocked(size_t keep, const Link *spare, std::vector<std::shared_ptr<Link>> *closed);
+  // At the high waterline: evicts down to the low one (never `spare`).
+  void TrimLocked(const Link *spare, std::vector<std::shared_ptr<Link>> *closed);
 
   const size_t max_;
   const size_t high_;  // 0: no waterlines
