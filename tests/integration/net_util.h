@@ -2,6 +2,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -59,9 +61,30 @@ inline bool EndedWithin(int fd, int wait_ms) {
 // The port of an engine name "ip:port" / "[ip]:port".
 inline int PortOf(const std::string &name) { return std::stoi(name.substr(name.rfind(':') + 1)); }
 
-// TCP connections of this host in state ESTABLISHED whose remote port is
-// `port` (i.e. the client sides of connections to that port).
+// Inodes of the sockets this process holds open.
+inline std::set<std::string> OwnSocketInodes() {
+  std::set<std::string> inodes;
+  DIR *d = opendir("/proc/self/fd");
+  if (d == nullptr) return inodes;
+  while (dirent *e = readdir(d)) {
+    char target[64];
+    std::string path = std::string("/proc/self/fd/") + e->d_name;
+    ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    std::string t(target);  // "socket:[12345]"
+    if (t.rfind("socket:[", 0) == 0 && t.back() == ']') inodes.insert(t.substr(8, t.size() - 9));
+  }
+  closedir(d);
+  return inodes;
+}
+
+// TCP connections of this process in state ESTABLISHED whose remote port is
+// `port` (i.e. our client sides of connections to that port). Only our own
+// sockets count: a server-side socket of another test running alongside has
+// as remote port its client's ephemeral port, which may be the same number.
 inline int CountEstablishedTo(int port) {
+  const std::set<std::string> own = OwnSocketInodes();
   int count = 0;
   for (const char *path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(path);
@@ -69,11 +92,11 @@ inline int CountEstablishedTo(int port) {
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
       std::istringstream f(line);
-      std::string sl, local, remote, state;
-      f >> sl >> local >> remote >> state;
+      std::string sl, local, remote, state, queues, timer, retrnsmt, uid, timeout, inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retrnsmt >> uid >> timeout >> inode;
       size_t colon = remote.rfind(':');
-      if (colon == std::string::npos) continue;
-      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port && state == "01") ++count;
+      if (colon == std::string::npos || state != "01" || own.count(inode) == 0) continue;
+      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port) ++count;
     }
   }
   return count;
