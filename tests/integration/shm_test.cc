@@ -146,6 +146,45 @@ TEST(ShmAsync, LongCopiesDoNotStarveHeartbeats) {
   e.Finalize();
 }
 
+// A TransferSync big enough to be split into shares, posted behind a
+// backlog of async copies: the caller runs the shares no copy worker has
+// taken yet, instead of waiting idle behind the backlog (it timed out).
+TEST(ShmSync, ASplitSyncTransferDoesNotWaitBehindAsyncCopies) {
+  PeerProcess peer;
+  ASSERT_TRUE(peer.Start());
+  constexpr size_t kLen = 64u << 20;
+  size_t id = 0;
+  const uintptr_t remote = peer.AllocRegistered(kLen, &id);
+  ASSERT_NE(remote, 0u);
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport({}, "shm")), hixl::SUCCESS);
+  LocalBuffer local(kLen);
+  FillPattern(local.data(), kLen, 3);
+  RegisterWith(e, local);
+  ASSERT_EQ(e.Connect(peer.name().c_str(), 3000), hixl::SUCCESS);
+  // 2 GiB of async copies queued on the workers (several hundred ms here).
+  std::vector<hixl::TransferReq> reqs(32);
+  for (auto &r : reqs) {
+    ASSERT_EQ(e.TransferAsync(peer.name().c_str(), hixl::WRITE, {{local.addr(), remote, kLen}}, hixl::TransferArgs{},
+                              r),
+              hixl::SUCCESS);
+  }
+  // 4 MiB (same bytes as the async requests write) with a 200 ms limit.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, {{local.addr(), remote, 4u << 20}}, 200), hixl::SUCCESS)
+      << "after " << SecondsSince(t0) << " s";
+  for (auto r : reqs) {
+    hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+    while (st == hixl::TransferStatus::WAITING && SecondsSince(t0) < 60) {
+      ASSERT_EQ(e.GetTransferStatus(r, st), hixl::SUCCESS);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(st, hixl::TransferStatus::COMPLETED);
+  }
+  EXPECT_EQ(peer.HashOf(id, 0, kLen), Hash(local.data(), kLen));
+  e.Finalize();
+}
+
 // A local impostor: a process that answers every handshake on `listen_fd`
 // with `ack` (a reply naming another process), then reads and drops all
 // that comes, answering nothing. Runs in a child process, forked before

@@ -134,7 +134,8 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
     std::lock_guard<std::mutex> lock(core_->mu);
     core_->jobs.insert(core_->jobs.end(), jobs.begin(), jobs.end());
   }
-  // The caller would only sleep meanwhile: it copies the first share itself.
+  // The caller would only sleep meanwhile: it copies the first share itself
+  // (the loop below).
   for (size_t i = caller_waits ? 1 : 0; i < jobs.size(); ++i) {
     // Spread over the workers: async batches of one share each must not
     // all land on the first.
@@ -149,7 +150,12 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
       if (!jobs[i]->claimed.exchange(true)) core_->Drop(jobs[i], FAILED);
     }
   }
-  if (caller_waits && !jobs.empty()) core_->Run(jobs[0]);
+  // A waiting caller then runs whatever of its shares no worker has taken
+  // yet: queued behind other requests' copies, they would keep it waiting
+  // (and time it out) while it sits idle. Run skips shares already taken.
+  if (caller_waits) {
+    for (const auto &job : jobs) core_->Run(job);
+  }
 }
 
 void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
