@@ -109,8 +109,30 @@ void Engine::Shutdown() {
   connect_pool_.Stop();
   // Peers on this host copy into our memory themselves: they forget every
   // region before Finalize returns, since the memory may be freed then.
-  // (Without such peers this returns at once.)
-  for (const auto &region : registry_.Export()) revocation_.RevokeEverywhere(region, kRevokeLimit);
+  // (Without such peers this returns at once.) All at once, under one limit:
+  // a frozen peer costs kRevokeLimit, not that for each region.
+  std::vector<uint64_t> revocations;
+  for (const auto &region : registry_.Export()) revocations.push_back(revocation_.Start(region));
+  {
+    std::lock_guard<std::mutex> lock(dereg_mu_);
+    for (const auto &[handle, u] : unconfirmed_) revocations.push_back(u.revocation);
+  }
+  const auto until = std::chrono::steady_clock::now() + kRevokeLimit;
+  size_t unconfirmed = 0;
+  for (uint64_t id : revocations) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (!revocation_.Wait(id, std::max(left, std::chrono::milliseconds(0)))) ++unconfirmed;
+    revocation_.Forget(id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(dereg_mu_);
+    unconfirmed_.clear();
+  }
+  if (unconfirmed > 0) {
+    HIXL_LOGE("Finalize: %zu region(s) were not confirmed revoked by peers on this host (see above); such a peer, "
+              "once it runs again, may still write into that memory until it notices the link is gone",
+              unconfirmed);
+  }
   auto links = links_.TakeAll();
   CloseLinks(links, "engine is finalizing");
   async_.FailAll();
@@ -163,16 +185,34 @@ Status Engine::DeregisterMem(MemHandle handle) {
   std::unique_lock<std::mutex> lock(dereg_mu_);
   dereg_cv_.wait(lock, [&] { return deregistering_.count(id) == 0; });
   std::shared_ptr<Region> r = registry_.Revoke(handle);
-  if (r == nullptr) return SUCCESS;
+  uint64_t revocation = 0;
+  if (r == nullptr) {
+    auto it = unconfirmed_.find(id);
+    if (it == unconfirmed_.end()) return SUCCESS;
+    r = it->second.region;  // an earlier call returned FAILED: wait for its peers again
+    revocation = it->second.revocation;
+  }
   deregistering_.insert(id);
   lock.unlock();
   // Peers on this host copy into our memory themselves: they forget the
   // region (and finish copies into it) before we go on.
-  revocation_.RevokeEverywhere({r->addr, r->len}, kRevokeLimit);
+  if (revocation == 0) revocation = revocation_.Start({r->addr, r->len});
+  const bool confirmed = revocation_.Wait(revocation, kRevokeLimit);
   registry_.WaitUnpinned(*r);
   lock.lock();
   deregistering_.erase(id);
+  if (confirmed) {
+    unconfirmed_.erase(id);
+  } else {
+    unconfirmed_[id] = Unconfirmed{r, revocation};
+  }
   dereg_cv_.notify_all();
+  if (!confirmed) {
+    HIXL_LOGE("DeregisterMem %p (0x%" PRIxPTR "+%zu): a peer on this host may still be copying into it; the memory "
+              "must stay mapped; call DeregisterMem again to wait for it",
+              handle, r->addr, r->len);
+    return FAILED;
+  }
   return SUCCESS;
 }
 

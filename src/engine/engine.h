@@ -158,6 +158,14 @@ class Engine : public tcp::TargetContext {
   std::mutex dereg_mu_;
   std::condition_variable dereg_cv_;
   std::set<uintptr_t> deregistering_;
+  // Handles whose DeregisterMem returned FAILED because a peer on this host
+  // did not confirm it stopped copying into the region: the next
+  // DeregisterMem of the handle waits for that revocation again.
+  struct Unconfirmed {
+    std::shared_ptr<Region> region;  // keeps the handle's value from being reused
+    uint64_t revocation = 0;
+  };
+  std::map<uintptr_t, Unconfirmed> unconfirmed_;  // under dereg_mu_
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<tcp::IoWorker>> workers_;

@@ -107,6 +107,12 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
     ack.back()->done->AddParts(1);
     stream.Submit(&ack);
   };
+  // The stream closing: shm copies in flight finish first (they check the
+  // link, now broken, under a Hold). A link being destroyed has cancelled
+  // its shm copies already (its channel goes before its streams).
+  params.before_close = [weak] {
+    if (auto l = weak.lock()) l->remote_regions.WaitForHolds();
+  };
   wire::HelloAck ack;
   Status s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
   // In use from before it is in the table: the channel pool, making room

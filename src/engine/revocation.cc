@@ -1,7 +1,5 @@
 #include "engine/revocation.h"
 
-#include <vector>
-
 #include "common/log.h"
 
 namespace hixl {
@@ -19,10 +17,10 @@ void Revocation::RemovePeer(tcp::TargetStream *stream) {
 void Revocation::OnAck(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it != waiting_.end() && it->second > 0 && --it->second == 0) cv_.notify_all();
+  if (it != waiting_.end() && it->second.due > 0 && --it->second.due == 0) cv_.notify_all();
 }
 
-bool Revocation::RevokeEverywhere(const wire::RegionInfo &region, std::chrono::milliseconds limit) {
+uint64_t Revocation::Start(const wire::RegionInfo &region) {
   std::vector<std::shared_ptr<tcp::TargetStream>> streams;
   uint64_t id;
   {
@@ -30,35 +28,48 @@ bool Revocation::RevokeEverywhere(const wire::RegionInfo &region, std::chrono::m
     for (const auto &[raw, weak] : peers_) {
       if (auto s = weak.lock()) streams.push_back(std::move(s));
     }
-    if (streams.empty()) return true;
     id = next_id_++;
-    waiting_[id] = streams.size();
+    Pending &p = waiting_[id];
+    p.region = region;
+    p.due = streams.size();
+    for (const auto &s : streams) p.streams.push_back(s);
   }
   // Each stream belongs to one worker thread: hand the push to it.
   for (auto &s : streams) {
     // A worker that has stopped (Finalize) closed its streams: as good as
-    // an acknowledgement.
+    // an acknowledgement (the copies are the peer's, but it is too late to
+    // wait for them then).
     if (!s->worker()->Post([s, id, region] { s->PushRevoke(id, region); })) OnAck(id);
   }
+  return id;
+}
+
+bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(mu_);
-  bool done = cv_.wait_for(lock, limit, [&] { return waiting_[id] == 0; });
-  if (!done) {
-    HIXL_LOGE("DeregisterMem: %zu of %zu peer(s) did not acknowledge revoking region 0x%llx+%llu within %lld ms; "
-              "closing their links",
-              waiting_[id], streams.size(), static_cast<unsigned long long>(region.addr),
-              static_cast<unsigned long long>(region.len), static_cast<long long>(limit.count()));
+  auto it = waiting_.find(id);
+  if (it == waiting_.end()) return true;
+  if (cv_.wait_for(lock, limit, [&] { return it->second.due == 0; })) {
+    waiting_.erase(it);
+    return true;
   }
+  const Pending &p = it->second;
+  HIXL_LOGE("revoking region 0x%llx+%llu: %zu of %zu peer(s) on this host did not confirm within %lld ms that they "
+            "stopped copying into it; hanging up on them, and the region stays unconfirmed until they close their "
+            "end or exit",
+            static_cast<unsigned long long>(p.region.addr), static_cast<unsigned long long>(p.region.len), p.due,
+            p.streams.size(), static_cast<long long>(limit.count()));
+  // A peer that still holds the region in its table must not keep its
+  // link: once the link is gone, a live peer stops copying and, to go on,
+  // connects again and gets the table without the region.
+  for (const auto &weak : p.streams) {
+    if (auto s = weak.lock()) s->worker()->Post([s, id] { s->HangUpIfRevokePending(id); });
+  }
+  return false;
+}
+
+void Revocation::Forget(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
   waiting_.erase(id);
-  lock.unlock();
-  if (!done) {
-    // A peer that still holds the region in its table must not keep its
-    // link: once the link is gone, a live peer stops copying and, to go on,
-    // connects again and gets the table without the region.
-    for (auto &s : streams) {
-      s->worker()->Post([s, id] { s->CloseIfRevokePending(id); });
-    }
-  }
-  return done;
 }
 
 }  // namespace hixl

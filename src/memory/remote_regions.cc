@@ -33,6 +33,8 @@ void RemoteRegions::Revoke(uint64_t addr, uint64_t len) {
   RebuildLocked();
 }
 
+void RemoteRegions::WaitForHolds() { std::unique_lock<std::shared_mutex> lock(mu_); }
+
 bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return ContainsLocked(addr, len);

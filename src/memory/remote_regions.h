@@ -23,6 +23,9 @@ class RemoteRegions {
   // Removes the region (addr, len) exactly; waits for Holds using it.
   void Revoke(uint64_t addr, uint64_t len);
   bool Contains(uint64_t addr, uint64_t len) const;
+  // Returns once no Hold taken before the call is alive: a copy that checks,
+  // under its Hold, a flag set before this call sees it.
+  void WaitForHolds();
   // Like Contains, and says which region contains the range.
   bool Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const;
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -420,6 +421,99 @@ TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
+
+}  // namespace
+}  // namespace hixl_test
+
+namespace hixl_test {
+namespace {
+
+// This process serves (on a free port); the peer process copies into `region`
+// over shm. The peer gets `peer_config`.
+struct FrozenWriterSetup {
+  hixl::Hixl target;
+  std::string me;
+  LocalBuffer region{1u << 30};
+  hixl::MemHandle handle = nullptr;
+  PeerProcess peer;
+
+  // Starts a 1 GiB WRITE from the peer into `region` and freezes the peer
+  // in the middle of it.
+  bool StartAndFreeze(const std::string &peer_config) {
+    for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me.empty(); ++i, ++p) {
+      if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
+        me = "127.0.0.1:" + std::to_string(p);
+      }
+    }
+    if (me.empty() || region.data() == nullptr) return false;
+    handle = RegisterWith(target, region);
+    size_t id = 0;
+    if (!peer.Start(false, peer_config) || peer.AllocRegistered(region.size(), &id) == 0) return false;
+    if (peer.Command("FILL " + std::to_string(id) + " 7") != "OK") return false;
+    if (peer.Command("CONNECT " + me + " 3000") != "OK") return false;
+    if (!peer.Send("WRITE " + me + " " + std::to_string(id) + " 0 " + std::to_string(region.addr()) + " " +
+                   std::to_string(region.size()) + " 60000")) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    peer.Kill(SIGSTOP);
+    return true;
+  }
+  // Zeroes the region, waits, and counts the pages written since.
+  size_t PagesWrittenAfterZeroing() {
+    std::memset(region.data(), 0, region.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    size_t landed = 0;
+    for (size_t i = 0; i < region.size(); i += 4096) landed += region.data()[i] != 0 || region.data()[i + 1] != 0;
+    return landed;
+  }
+};
+
+// The target hung up on a frozen peer (no heartbeat for 3 intervals) that was
+// copying into our memory: a closed socket does not stop its copies, so
+// DeregisterMem waits for the peer to close its end (which it does once it
+// runs again, after its copies in flight) before it returns. It returned at
+// once, and the peer, resumed, kept writing into the memory.
+TEST(ShmRevoke, DeregisterMemWaitsForAPeerWeHungUpOn) {
+  FrozenWriterSetup s;
+  ASSERT_TRUE(s.StartAndFreeze("{\"heartbeat.interval_ms\": 100}"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // > 3 heartbeat intervals: hung up on
+  std::thread resume([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    s.peer.Kill(SIGCONT);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);
+  const double took = SecondsSince(t0);
+  resume.join();
+  EXPECT_GE(took, 0.4) << "DeregisterMem did not wait for the frozen peer";
+  EXPECT_LT(took, 5.0);
+  EXPECT_EQ(s.PagesWrittenAfterZeroing(), 0u) << "the peer wrote into the region after DeregisterMem returned";
+  const std::string reply = s.peer.ReadLine(30000);
+  EXPECT_EQ(reply.rfind("ERR", 0), 0u) << reply;  // its WRITE was cut short
+  s.target.Finalize();
+}
+
+// A peer frozen while it copies never acknowledges the REVOKE: DeregisterMem
+// gives up after its limit with FAILED (the memory must stay mapped), and a
+// second call, once the peer runs again, waits for it and returns SUCCESS.
+// It returned SUCCESS after the limit, and the peer kept writing.
+TEST(ShmRevoke, DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt) {
+  FrozenWriterSetup s;
+  ASSERT_TRUE(s.StartAndFreeze("{}"));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::FAILED);
+  const double took = SecondsSince(t0);
+  EXPECT_GE(took, 9.0);
+  EXPECT_LT(took, 15.0);
+  s.peer.Kill(SIGCONT);
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);
+  EXPECT_LT(SecondsSince(t0), 5.0);
+  EXPECT_EQ(s.PagesWrittenAfterZeroing(), 0u) << "the peer wrote into the region after DeregisterMem returned";
+  EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);  // done: no effect
+  s.target.Finalize();
+}
 
 }  // namespace
 }  // namespace hixl_test

@@ -197,12 +197,15 @@ Status ShmChannel::Core::Copy(Job &job) {
       HIXL_LOGE("shm to pid %d: not done by the deadline", static_cast<int>(pid));
       return TIMEOUT;
     }
+    // Gather one syscall's worth; remote ranges are checked under the hold,
+    // and so is the link: a link that closes waits for holds before its
+    // socket closes (LinkParams::before_close), since the target takes the
+    // end of the stream as the end of our copies.
+    RemoteRegions::Hold hold(*regions);
     if (!TargetAlive()) {
-      HIXL_LOGE("shm to pid %d: the target is gone", static_cast<int>(pid));
+      HIXL_LOGE("shm to pid %d: the target is gone (or the link closed)", static_cast<int>(pid));
       return FAILED;
     }
-    // Gather one syscall's worth; remote ranges are checked under the hold.
-    RemoteRegions::Hold hold(*regions);
     size_t n = 0;
     size_t bytes = 0;
     while (piece < job.pieces.size() && n < kMaxIov && bytes < kMaxBytesPerCall) {

@@ -42,12 +42,14 @@ std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> bo
   return r;
 }
 
-InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push)
+InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push,
+                                 std::function<void()> before_close)
     : fd_(fd),
       polled_fd_(fd),
       worker_(worker),
       name_(std::move(name)),
       on_push_(std::move(on_push)),
+      before_close_(std::move(before_close)),
       last_rx_ms_(SteadyMillis()),
       last_tx_ms_(last_rx_ms_.load()) {}
 
@@ -512,12 +514,13 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
     inbox_closed_ = true;
   }
   queued_.store(0, std::memory_order_relaxed);
+  closed_.store(true);
+  if (before_close_) before_close_();
   worker_->Remove(this);  // before close: see IoWorker::Remove
   shutdown(fd_, SHUT_RDWR);
   close(fd_);
   fd_ = -1;
   polled_fd_.store(-1);
-  closed_.store(true);
 }
 
 void InitiatorStream::Complete(FinishedList *fin) {

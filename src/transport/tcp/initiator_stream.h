@@ -73,7 +73,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   using PushHandler =
       std::function<void(InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body)>;
 
-  InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push = nullptr);
+  // `before_close` runs when the stream closes, after closed() turns true
+  // and before the socket is closed (see LinkParams::before_close).
+  InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push = nullptr,
+                  std::function<void()> before_close = nullptr);
   ~InitiatorStream() override;
 
   int fd() const override { return polled_fd_.load(); }
@@ -178,6 +181,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   IoWorker *worker_;
   const std::string name_;
   const PushHandler on_push_;
+  const std::function<void()> before_close_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<int64_t> last_rx_ms_;

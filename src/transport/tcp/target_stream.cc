@@ -53,6 +53,10 @@ TargetStream::~TargetStream() {
 
 void TargetStream::OnEvents(uint32_t events) {
   if (fd_ < 0) return;
+  if (draining_) {
+    Drain();
+    return;
+  }
   now_ = std::chrono::steady_clock::now();
   if (events & EPOLLOUT) Send();
   if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
@@ -67,7 +71,7 @@ void TargetStream::Settle() {
   // Requests already read that stopped for backpressure go on once sending
   // has made room: their bytes are in the reader, not the socket, so no
   // EPOLLIN would come for them.
-  if (fd_ >= 0 && held_ && !Backlogged()) Recv();
+  if (fd_ >= 0 && held_ && !draining_ && !Backlogged()) Recv();
   if (fd_ >= 0) UpdateInterest();
 }
 
@@ -76,7 +80,7 @@ bool TargetStream::Backlogged() const {
 }
 
 void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
-  if (fd_ < 0) return;
+  if (fd_ < 0 || draining_) return;  // a draining peer is waited for, however long it takes
   if (!hello_done_ && now - created_ > kHandshakeTimeout) {
     CloseStream("no handshake within 10 s", true);
     return;
@@ -84,13 +88,13 @@ void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
   // Alive: bytes came in, or the replies we send are being taken (an
   // initiator receiving a long READ has nothing to send meanwhile).
   if (heartbeat_ms_ > 0 && now - std::max(last_rx_, last_tx_) > 3 * std::chrono::milliseconds(heartbeat_ms_)) {
-    CloseStream("no heartbeat from the initiator for 3 intervals of " + std::to_string(heartbeat_ms_) + " ms", true);
+    HangUp("no heartbeat from the initiator for 3 intervals of " + std::to_string(heartbeat_ms_) + " ms", true);
     return;
   }
   bool holds_revoked = payload_pins_.AnyRevoked();
   for (const auto &r : tx_) holds_revoked = holds_revoked || r->pins.AnyRevoked();
   if (holds_revoked && now - last_progress_ > kRevokeStall) {
-    CloseStream("stalled while holding a region that is being deregistered", true);
+    HangUp("stalled while holding a region that is being deregistered", true);
   }
 }
 
@@ -99,6 +103,41 @@ void TargetStream::DropIfNoHello(const std::string &why) {
 }
 
 void TargetStream::OnShutdown() { CloseStream("engine is finalizing", false); }
+
+void TargetStream::HangUp(const std::string &why, bool error) {
+  if (fd_ < 0 || draining_) return;
+  if (!direct_) {
+    CloseStream(why, error);
+    return;
+  }
+  if (error) {
+    HIXL_LOGE("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
+              who_.c_str(), why.c_str());
+  } else {
+    HIXL_LOGI("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
+              who_.c_str(), why.c_str());
+  }
+  draining_ = true;
+  tx_.clear();
+  tx_bytes_ = 0;
+  payload_pins_.Release();  // nothing more is received into our memory: Drain drops it
+  shutdown(fd_, SHUT_WR);
+  UpdateInterest();
+}
+
+void TargetStream::Drain() {
+  static thread_local char sink[16384];
+  for (int i = 0; i < 64; ++i) {
+    ssize_t n = recv(fd_, sink, sizeof(sink), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    CloseStream(n == 0 ? "the peer closed its end after we hung up"
+                       : std::string("the peer's end failed after we hung up: ") + std::strerror(errno),
+                false);
+    return;
+  }
+}
 
 void TargetStream::CloseStream(const std::string &why, bool error) {
   if (fd_ < 0) return;
@@ -157,6 +196,10 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
     ctx_->OnRevokeAck(id);
     return;
   }
+  if (draining_) {  // cannot be sent: confirmed when the peer's end closes
+    revokes_.push_back(id);
+    return;
+  }
   std::vector<uint8_t> body;
   wire::EncodeRevoke(region, &body);
   QueueFrame(wire::MsgType::kRevoke, SUCCESS, id, std::move(body), {}, PinSet());
@@ -166,9 +209,9 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   Settle();
 }
 
-void TargetStream::CloseIfRevokePending(uint64_t id) {
+void TargetStream::HangUpIfRevokePending(uint64_t id) {
   if (fd_ < 0 || std::find(revokes_.begin(), revokes_.end(), id) == revokes_.end()) return;
-  CloseStream("the peer did not acknowledge a REVOKE in time", true);
+  HangUp("the peer did not acknowledge a REVOKE in time", true);
 }
 
 void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
@@ -199,7 +242,7 @@ void TargetStream::Recv() {
   for (;;) {
     held_ = false;
     ReadRequests();
-    if (fd_ < 0 || close_after_flush_) return;
+    if (fd_ < 0 || close_after_flush_ || draining_) return;
     if (!tx_.empty()) Send();
     // Sending made room for the requests already read: go on with them (no
     // EPOLLIN would come for them: they are no longer in the socket).
@@ -208,7 +251,7 @@ void TargetStream::Recv() {
 }
 
 void TargetStream::ReadRequests() {
-  while (fd_ >= 0 && !close_after_flush_) {
+  while (fd_ >= 0 && !close_after_flush_ && !draining_) {
     // Backpressure: stop taking requests while replies pile up; Recv or
     // Settle comes back here when Send has made room.
     if (reader_.at_header() && Backlogged()) {
@@ -278,7 +321,7 @@ bool TargetStream::OnHeader() {
     bad = std::string(wire::MsgTypeName(cur_.type)) + " carries a payload";
   }
   if (!bad.empty()) {
-    CloseStream("protocol error: " + bad, true);
+    HangUp("protocol error: " + bad, true);
     return false;
   }
   if (cur_.type == wire::MsgType::kBye) {
@@ -288,7 +331,7 @@ bool TargetStream::OnHeader() {
   if (cur_.type == wire::MsgType::kRevokeAck) {
     auto it = std::find(revokes_.begin(), revokes_.end(), cur_.req_id);
     if (it == revokes_.end() || cur_.body_len != 0) {
-      CloseStream("protocol error: REVOKE_ACK for unknown revocation " + std::to_string(cur_.req_id), true);
+      HangUp("protocol error: REVOKE_ACK for unknown revocation " + std::to_string(cur_.req_id), true);
       return false;
     }
     revokes_.erase(it);
@@ -309,7 +352,7 @@ bool TargetStream::OnRequest() {
     case wire::MsgType::kWriteReq: {
       uint64_t total = 0;
       if (!wire::DecodeSegments(req.data(), req.size(), &segs_, &total) || total != cur_.payload_len) {
-        CloseStream("protocol error: malformed WRITE segment list (or payload " + std::to_string(cur_.payload_len) +
+        HangUp("protocol error: malformed WRITE segment list (or payload " + std::to_string(cur_.payload_len) +
                         " != segment total " + std::to_string(total) + ")",
                     true);
         return false;
@@ -332,7 +375,7 @@ bool TargetStream::OnRequest() {
     case wire::MsgType::kReadReq: {
       uint64_t total = 0;
       if (!wire::DecodeSegments(req.data(), req.size(), &segs_, &total)) {
-        CloseStream("protocol error: malformed READ segment list", true);
+        HangUp("protocol error: malformed READ segment list", true);
         return false;
       }
       std::vector<iovec> iov;
@@ -355,7 +398,7 @@ bool TargetStream::OnRequest() {
     case wire::MsgType::kNotifyReq: {
       wire::Notify n;
       if (!wire::DecodeNotify(req.data(), req.size(), &n)) {
-        CloseStream("protocol error: malformed NOTIFY", true);
+        HangUp("protocol error: malformed NOTIFY", true);
         return false;
       }
       QueueReply(wire::MsgType::kNotifyAck, ctx_->OnNotify(link_key_, std::move(n)));
@@ -371,7 +414,7 @@ bool TargetStream::OnRequest() {
       QueueReply(wire::MsgType::kPong, SUCCESS);
       return true;
     default:
-      CloseStream(std::string("protocol error: unexpected ") + wire::MsgTypeName(cur_.type), true);
+      HangUp(std::string("protocol error: unexpected ") + wire::MsgTypeName(cur_.type), true);
       return false;
   }
 }
@@ -392,6 +435,7 @@ bool TargetStream::OnHello() {
       // the region out of the table.
       control_ = true;
       direct = ctx_->OnControlStream(shared_from_this(), hello);
+      direct_ = direct;
     }
     s = ctx_->OnHello(hello, &ack);
     // Only stream 0's answer chooses the transport; a peer that may not

@@ -41,9 +41,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // REVOKE_ACK with `id` (ctx->OnRevokeAck). If the stream is or becomes
   // closed first, OnRevokeAck(id) is called anyway.
   void PushRevoke(uint64_t id, const wire::RegionInfo &region);
-  // Worker thread only: closes the stream if revocation `id` is still
+  // Worker thread only: hangs up (see HangUp) if revocation `id` is still
   // unacknowledged.
-  void CloseIfRevokePending(uint64_t id);
+  void HangUpIfRevokePending(uint64_t id);
   IoWorker *worker() const { return worker_; }
   // Any thread: open and no HELLO accepted yet.
   bool awaiting_hello() const { return awaiting_hello_.load(std::memory_order_relaxed); }
@@ -86,6 +86,13 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   void Settle();  // after sending: resume held requests, set epoll interest
   void UpdateInterest();
   void CloseStream(const std::string &why, bool error);
+  // Our decision to end the stream. A peer that copies into our memory
+  // itself (shm) is not stopped by our closing the socket, so with one we
+  // only shut our sending side and read (and drop) what comes until the
+  // peer closes its end, which it does after its copies in flight: only
+  // then do its pending revocations count as confirmed (see Revocation).
+  void HangUp(const std::string &why, bool error);
+  void Drain();  // while draining_: reads and drops until the peer's end closes
 
   int fd_;
   IoWorker *worker_;
@@ -97,6 +104,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   bool hello_done_ = false;
   std::atomic<bool> awaiting_hello_{true};  // !hello_done_ && open, for the listener
   bool control_ = false;                 // stream 0 of its link, known to the engine
+  bool direct_ = false;                  // its peer copies into our memory itself (shm)
+  bool draining_ = false;                // hung up on: waiting for the peer's end to close
   std::vector<uint64_t> revokes_;        // REVOKEs sent and not yet acknowledged
   bool close_after_flush_ = false;
   uint32_t interest_ = 0;

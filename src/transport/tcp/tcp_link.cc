@@ -109,7 +109,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
     IoWorker *w = PickWorker(workers);
     auto s = std::make_shared<InitiatorStream>(fds[i], w,
                                                "link to " + link->remote_name_ + " stream " + std::to_string(i),
-                                               i == 0 ? params.on_push : nullptr);
+                                               i == 0 ? params.on_push : nullptr, params.before_close);
     w->Add(s, EPOLLIN);
     link->caches_.push_back(&s->buffers());
     link->streams_.push_back(std::move(s));

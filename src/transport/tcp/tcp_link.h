@@ -35,6 +35,12 @@ struct LinkParams {
   // the link gets in all (at least 1), or 0 to give up (the callback logged
   // why).
   std::function<uint32_t(const wire::HelloAck &, int fd)> streams_after_hello;
+  // Run by each stream as it closes, before its socket is: the engine waits
+  // there for shm copies in flight (a copy checks the link under a Hold of
+  // `regions`), so that when the target sees the stream end, no copy into
+  // its memory is running or can start (it takes that end as the link's
+  // last word on revocations).
+  std::function<void()> before_close;
   // Dialing and the handshakes give up soon after this turns true.
   const std::atomic<bool> *cancel = nullptr;
 };
