@@ -82,8 +82,12 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop = finished_;
+    round->submitted = true;
   }
-  if (stop) channel_->Cancel(round->done.get());
+  if (stop) {
+    channel_->Cancel(round->done.get());
+    round->done->Finish(FAILED);  // abandoned frames no longer touch the buffer
+  }
 }
 
 void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
@@ -134,7 +138,18 @@ void Relay::Cancel() {
     finished_ = true;
     rounds = rounds_;
   }
-  for (const auto &r : rounds) channel_->Cancel(r->done.get());
+  for (const auto &r : rounds) {
+    bool submitted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      submitted = r->submitted;
+    }
+    if (!submitted) continue;  // OnBuffer stops it after its Submit
+    channel_->Cancel(r->done.get());
+    // After Cancel nothing of the round touches its buffer: give it back now
+    // rather than when the peer answers the frames abandoned on the wire.
+    r->done->Finish(FAILED);
+  }
 }
 
 }  // namespace hixl

@@ -37,6 +37,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::vector<Piece> user;     // the caller's pieces this round carries
     std::vector<Piece> staged;   // the same, with local addresses in the buffer
     std::shared_ptr<Completion> done;
+    bool submitted = false;  // under mu_
   };
 
   Relay() = default;

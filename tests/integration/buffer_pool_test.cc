@@ -215,6 +215,30 @@ TEST_P(BufferPoolTcpTest, TimedOutRelayLetsGoOfTheBuffer) {
             hixl::SUCCESS);
 }
 
+// A relayed transfer to a frozen peer times out; its frames stay on the wire
+// (abandoned) until the peer answers, but its staging buffer is free at
+// once: relayed transfers to another, healthy peer go on. They timed out
+// until the frozen peer ran again (the only buffer was held by the frames).
+TEST_P(BufferPoolTcpTest, ATimedOutRelayDoesNotHoldItsBufferFromOtherPeers) {
+  Start("1:1");
+  PeerProcess other;
+  ASSERT_TRUE(other.Start(GetParam().v6));
+  size_t other_id = 0;
+  const uintptr_t other_addr = other.AllocRegistered(1u << 20, &other_id);
+  ASSERT_NE(other_addr, 0u);
+  ASSERT_EQ(engine_.Connect(other.name().c_str(), 3000), hixl::SUCCESS);
+  std::vector<uint8_t> src(1u << 20, 0x5a);  // not registered: relayed
+  const auto u = reinterpret_cast<uintptr_t>(src.data());
+  peer_.Kill(SIGSTOP);
+  EXPECT_EQ(Transfer(hixl::WRITE, {{u, remote_addr_, src.size()}}, 300), hixl::TIMEOUT);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(engine_.TransferSync(other.name().c_str(), hixl::WRITE, {{u, other_addr, src.size()}}, 2000),
+            hixl::SUCCESS)
+      << "after " << SecondsSince(t0) << " s";
+  EXPECT_EQ(other.HashOf(other_id, 0, src.size()), Hash(src.data(), src.size()));
+  peer_.Kill(SIGCONT);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, BufferPoolTcpTest, TcpNets(), NetName);
 
 }  // namespace
