@@ -16,24 +16,6 @@ namespace {
 
 using Options = std::map<hixl::AscendString, hixl::AscendString>;
 
-Options ResourceConfig(const std::string &json, Options base = {}) {
-  base[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = json.c_str();
-  return base;
-}
-
-// Polls `req` until it is no longer WAITING or `seconds` pass.
-hixl::TransferStatus WaitFor(hixl::Hixl &e, hixl::TransferReq req, double seconds, double *took = nullptr) {
-  auto t0 = std::chrono::steady_clock::now();
-  hixl::TransferStatus st = hixl::TransferStatus::WAITING;
-  while (SecondsSince(t0) < seconds) {
-    if (e.GetTransferStatus(req, st) != hixl::SUCCESS) return hixl::TransferStatus::FAILED;
-    if (st != hixl::TransferStatus::WAITING) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (took != nullptr) *took = SecondsSince(t0);
-  return st;
-}
-
 hixl::AsyncConnectStatus WaitConnect(hixl::Hixl &e, const std::string &remote, hixl::AsyncConnectStatus want,
                                      double seconds) {
   auto t0 = std::chrono::steady_clock::now();

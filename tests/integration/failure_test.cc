@@ -837,5 +837,114 @@ TEST(VersionMismatch, ConnectFails) {
   server.join();
 }
 
+// A scripted target with two streams that answers nothing until told: a
+// WRITE that times out leaves its frame on the wire, unanswered, on one
+// stream; the target would still apply it when it gets to it. Later
+// requests of the link must go behind it on that stream, not on the other
+// one, where the target could apply them first and then have them
+// overwritten by the stale frame (the async review saw that happen).
+TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
+  SilentListener listener;
+  ASSERT_GT(listener.port, 0);
+  const int ls = listener.fd;
+  constexpr uint64_t kRegion = 0x10000000, kRegionLen = 1u << 20;
+  std::atomic<bool> answer_first{false}, stop{false};
+  std::atomic<int> first_stream{-1};
+  std::atomic<int> later_on[2] = {0, 0};
+  std::thread target([&] {
+    std::vector<int> fds;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (int stream = 0; stream < 2; ++stream) {
+      pollfd p{ls, POLLIN, 0};
+      if (poll(&p, 1, 3000) <= 0) break;
+      int fd = accept(ls, nullptr, nullptr);
+      if (fd < 0) break;
+      fds.push_back(fd);
+      uint8_t hdr[hixl::wire::kHeaderSize];
+      hixl::wire::FrameHeader h;
+      if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+          hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
+        break;
+      }
+      std::vector<uint8_t> hello(h.body_len);
+      if (!RecvExactly(fd, hello.data(), hello.size(), deadline)) break;
+      hixl::wire::HelloAck ack;
+      ack.host.boot_id = "another host";
+      ack.regions = {{kRegion, kRegionLen}};
+      std::vector<uint8_t> body;
+      hixl::wire::EncodeHelloAck(ack, &body);
+      hixl::wire::FrameHeader a;
+      a.type = hixl::wire::MsgType::kHelloAck;
+      if (!SendAll(fd, Frame(a, body))) break;
+    }
+    if (fds.size() != 2) return;
+    uint64_t first_id = 0;
+    bool answered = false;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+    while (!stop.load() && std::chrono::steady_clock::now() < until) {
+      if (!answered && answer_first.load() && first_stream.load() >= 0) {
+        hixl::wire::FrameHeader a;
+        a.type = hixl::wire::MsgType::kWriteAck;
+        a.req_id = first_id;
+        SendAll(fds[static_cast<size_t>(first_stream.load())], Frame(a, {}));
+        answered = true;
+      }
+      pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+      if (poll(p, 2, 20) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if ((p[i].revents & POLLIN) == 0) continue;
+        uint8_t hdr[hixl::wire::kHeaderSize];
+        hixl::wire::FrameHeader h;
+        auto frame_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        if (!RecvExactly(fds[i], hdr, sizeof(hdr), frame_deadline) ||
+            hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
+          stop.store(true);
+          break;
+        }
+        std::vector<uint8_t> rest(h.body_len + h.payload_len);
+        if (!RecvExactly(fds[i], rest.data(), rest.size(), frame_deadline)) {
+          stop.store(true);
+          break;
+        }
+        if (h.type != hixl::wire::MsgType::kWriteReq) continue;
+        if (first_stream.load() < 0) {
+          first_id = h.req_id;
+          first_stream.store(i);  // the one that will time out: never answered unless told
+        } else {
+          ++later_on[i];
+        }
+      }
+    }
+    for (int fd : fds) close(fd);
+  });
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(listener.name().c_str(), 3000), hixl::SUCCESS);
+  LocalBuffer local(1u << 20);
+  ASSERT_NE(RegisterWith(e, local), nullptr);
+  hixl::TransferReq a = nullptr;
+  ASSERT_EQ(e.TransferAsync(listener.name().c_str(), hixl::WRITE, {{local.addr(), kRegion, 256u << 10}},
+                            hixl::TransferArgs{}, a),
+            hixl::SUCCESS);
+  EXPECT_EQ(WaitFor(e, a, 5), hixl::TransferStatus::TIMEOUT);
+  ASSERT_GE(first_stream.load(), 0);
+  std::vector<hixl::TransferReq> later(8);
+  for (size_t i = 0; i < later.size(); ++i) {
+    ASSERT_EQ(e.TransferAsync(listener.name().c_str(), hixl::WRITE, {{local.addr(), kRegion + i * 4096, 4096}},
+                              hixl::TransferArgs{}, later[i]),
+              hixl::SUCCESS);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  answer_first.store(true);  // the stale frame is done with: what waited behind it may go
+  auto t0 = std::chrono::steady_clock::now();
+  const int behind = first_stream.load();
+  while (later_on[behind].load() < 8 && SecondsSince(t0) < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(later_on[behind].load(), 8) << "the later requests did not all go behind the timed-out one";
+  EXPECT_EQ(later_on[1 - behind].load(), 0) << "later requests went on the other stream";
+  stop.store(true);
+  e.Finalize();
+  target.join();
+}
+
 }  // namespace
 }  // namespace hixl_test

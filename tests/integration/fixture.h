@@ -67,6 +67,26 @@ inline auto TcpNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "t
 std::map<hixl::AscendString, hixl::AscendString> WithTransport(std::map<hixl::AscendString, hixl::AscendString> options,
                                                                const std::string &transport);
 
+// `base` with GlobalResourceConfig set to `json`.
+inline std::map<hixl::AscendString, hixl::AscendString> ResourceConfig(
+    const std::string &json, std::map<hixl::AscendString, hixl::AscendString> base = {}) {
+  base[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = json.c_str();
+  return base;
+}
+
+// Polls `req` until it is no longer WAITING or `seconds` pass.
+inline hixl::TransferStatus WaitFor(hixl::Hixl &e, hixl::TransferReq req, double seconds, double *took = nullptr) {
+  auto t0 = std::chrono::steady_clock::now();
+  hixl::TransferStatus st = hixl::TransferStatus::WAITING;
+  while (SecondsSince(t0) < seconds) {
+    if (e.GetTransferStatus(req, st) != hixl::SUCCESS) return hixl::TransferStatus::FAILED;
+    if (st != hixl::TransferStatus::WAITING) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (took != nullptr) *took = SecondsSince(t0);
+  return st;
+}
+
 // Registers `b` with `e` (host memory); EXPECTs success.
 inline hixl::MemHandle RegisterWith(hixl::Hixl &e, const LocalBuffer &b) {
   hixl::MemDesc d{};

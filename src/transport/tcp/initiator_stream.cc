@@ -257,6 +257,7 @@ void InitiatorStream::Cancel(const Completion *c) {
       }
       if (!r->out_cursor.done() && !r->payload.empty()) PadCutWriteLocked(r);
       r->abandoned = true;
+      if (r->type == wire::MsgType::kWriteReq) abandoned_writes_.fetch_add(1, std::memory_order_acq_rel);
       if (i == 0 && !r->stage_in) reader_.SkipRestOfPayload();
       r->in.clear();
       ++i;
@@ -466,6 +467,9 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   f.req = std::move(q_.front());
   q_.pop_front();
   ForgetLocked(*f.req);
+  if (f.req->abandoned && f.req->type == wire::MsgType::kWriteReq) {
+    abandoned_writes_.fetch_sub(1, std::memory_order_acq_rel);  // applied (or refused): nothing of it is left to land
+  }
   // A staged READ reply lands in the user's buffers now, under the lock
   // that Cancel takes: an abandoned request is never copied out.
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
@@ -514,6 +518,7 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
     inbox_closed_ = true;
   }
   queued_.store(0, std::memory_order_relaxed);
+  abandoned_writes_.store(0, std::memory_order_release);
   closed_.store(true);
   if (before_close_) before_close_();
   worker_->Remove(this);  // before close: see IoWorker::Remove

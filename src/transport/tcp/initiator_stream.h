@@ -123,6 +123,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void Close(const char *why);
   bool closed() const { return closed_.load(); }
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // WRITE frames of cancelled requests that are (partly) on the wire and
+  // not yet answered: the target may still apply them, after anything sent
+  // on another stream meanwhile (see TcpLink::Submit).
+  size_t abandoned_writes() const { return abandoned_writes_.load(std::memory_order_acquire); }
   // When bytes last arrived (or the stream opened), steady-clock ms.
   int64_t last_rx_ms() const { return last_rx_ms_.load(std::memory_order_relaxed); }
   // When sending last made progress, steady-clock ms.
@@ -184,6 +188,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   const std::function<void()> before_close_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
+  std::atomic<size_t> abandoned_writes_{0};
   std::atomic<int64_t> last_rx_ms_;
   std::atomic<int64_t> last_tx_ms_;
   BufferCache buffers_;

@@ -129,7 +129,24 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
 
 void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
                      Deadline deadline, bool caller_waits) {
-  auto per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches_, done);
+  // WRITE frames of a cancelled (timed out) request that are on the wire
+  // unanswered are still applied by the target when it gets to them: after
+  // anything a later request sends on another stream meanwhile, which they
+  // would overwrite (or which, a READ, would not see them). While a stream
+  // has such frames, new ones go behind them, on that stream. (Should two
+  // streams have them, one is picked: the other's may still land late.)
+  size_t fence = streams_.size();
+  for (size_t i = 0; i < streams_.size() && fence == streams_.size(); ++i) {
+    if (streams_[i]->abandoned_writes() > 0) fence = i;
+  }
+  std::vector<std::vector<std::unique_ptr<Request>>> per_stream;
+  if (fence == streams_.size()) {
+    per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches_, done);
+  } else {
+    auto planned = PlanFrames(is_write, pieces, n, 0, {caches_[fence]}, done);
+    per_stream.resize(streams_.size());
+    per_stream[fence] = std::move(planned[0]);
+  }
   size_t frames = 0, used = 0, last = 0;
   for (size_t i = 0; i < per_stream.size(); ++i) {
     frames += per_stream[i].size();
