@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -837,27 +838,34 @@ TEST(VersionMismatch, ConnectFails) {
   server.join();
 }
 
-// A scripted target with two streams that answers nothing until told: a
-// WRITE that times out leaves its frame on the wire, unanswered, on one
-// stream; the target would still apply it when it gets to it. Later
-// requests of the link must go behind it on that stream, not on the other
-// one, where the target could apply them first and then have them
-// overwritten by the stale frame (the async review saw that happen).
-TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
+// A scripted target with two streams that answers nothing unless told: the
+// first WRITE frame each stream brings is left unanswered (so that its
+// request times out with the frame on the wire, which a real target would
+// still apply when it got to it) until answer[stream] is set; the later
+// WRITE frames are counted per stream.
+struct ScriptedTarget {
+  static constexpr uint64_t kRegion = 0x10000000, kRegionLen = 1u << 20;
   SilentListener listener;
-  ASSERT_GT(listener.port, 0);
-  const int ls = listener.fd;
-  constexpr uint64_t kRegion = 0x10000000, kRegionLen = 1u << 20;
-  std::atomic<bool> answer_first{false}, stop{false};
-  std::atomic<int> first_stream{-1};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> answer[2] = {false, false};
+  std::atomic<int> first_on[2] = {0, 0};  // 1 once that stream's first WRITE came
   std::atomic<int> later_on[2] = {0, 0};
-  std::thread target([&] {
+  std::thread thread;
+
+  ScriptedTarget() { thread = std::thread([this] { Run(); }); }
+  ~ScriptedTarget() {
+    stop.store(true);
+    thread.join();
+  }
+  std::string name() const { return listener.name(); }
+
+  void Run() {
     std::vector<int> fds;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     for (int stream = 0; stream < 2; ++stream) {
-      pollfd p{ls, POLLIN, 0};
+      pollfd p{listener.fd, POLLIN, 0};
       if (poll(&p, 1, 3000) <= 0) break;
-      int fd = accept(ls, nullptr, nullptr);
+      int fd = accept(listener.fd, nullptr, nullptr);
       if (fd < 0) break;
       fds.push_back(fd);
       uint8_t hdr[hixl::wire::kHeaderSize];
@@ -877,17 +885,18 @@ TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
       a.type = hixl::wire::MsgType::kHelloAck;
       if (!SendAll(fd, Frame(a, body))) break;
     }
-    if (fds.size() != 2) return;
-    uint64_t first_id = 0;
-    bool answered = false;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(8);
-    while (!stop.load() && std::chrono::steady_clock::now() < until) {
-      if (!answered && answer_first.load() && first_stream.load() >= 0) {
-        hixl::wire::FrameHeader a;
-        a.type = hixl::wire::MsgType::kWriteAck;
-        a.req_id = first_id;
-        SendAll(fds[static_cast<size_t>(first_stream.load())], Frame(a, {}));
-        answered = true;
+    uint64_t first_id[2] = {0, 0};
+    bool answered[2] = {false, false};
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (fds.size() == 2 && !stop.load() && std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 2; ++i) {
+        if (!answered[i] && answer[i].load() && first_on[i].load() != 0) {
+          hixl::wire::FrameHeader a;
+          a.type = hixl::wire::MsgType::kWriteAck;
+          a.req_id = first_id[i];
+          SendAll(fds[i], Frame(a, {}));
+          answered[i] = true;
+        }
       }
       pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
       if (poll(p, 2, 20) <= 0) continue;
@@ -896,54 +905,100 @@ TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
         uint8_t hdr[hixl::wire::kHeaderSize];
         hixl::wire::FrameHeader h;
         auto frame_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        std::vector<uint8_t> rest;
         if (!RecvExactly(fds[i], hdr, sizeof(hdr), frame_deadline) ||
-            hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
-          stop.store(true);
-          break;
-        }
-        std::vector<uint8_t> rest(h.body_len + h.payload_len);
-        if (!RecvExactly(fds[i], rest.data(), rest.size(), frame_deadline)) {
+            hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk ||
+            (rest.resize(h.body_len + h.payload_len), !RecvExactly(fds[i], rest.data(), rest.size(), frame_deadline))) {
           stop.store(true);
           break;
         }
         if (h.type != hixl::wire::MsgType::kWriteReq) continue;
-        if (first_stream.load() < 0) {
-          first_id = h.req_id;
-          first_stream.store(i);  // the one that will time out: never answered unless told
+        if (first_on[i].load() == 0) {
+          first_id[i] = h.req_id;
+          first_on[i].store(1);
         } else {
           ++later_on[i];
         }
       }
     }
     for (int fd : fds) close(fd);
-  });
+  }
+};
+
+// Posts `n` 4 KiB WRITEs into the scripted target's region.
+void PostLater(hixl::Hixl &e, const ScriptedTarget &t, const LocalBuffer &local, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    hixl::TransferReq r = nullptr;
+    ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion + i * 4096, 4096}},
+                              hixl::TransferArgs{}, r),
+              hixl::SUCCESS);
+  }
+}
+
+bool WaitUntil(const std::function<bool()> &cond, double seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (!cond() && SecondsSince(t0) < seconds) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return cond();
+}
+
+// A WRITE that timed out left its frame on the wire of one stream: later
+// requests must go behind it on that stream, not on the other one, where
+// the target could apply them first and then overwrite them with the stale
+// frame (the async review saw that happen).
+TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
+  ScriptedTarget t;
   hixl::Hixl e;
   ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
-  ASSERT_EQ(e.Connect(listener.name().c_str(), 3000), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(t.name().c_str(), 3000), hixl::SUCCESS);
   LocalBuffer local(1u << 20);
   ASSERT_NE(RegisterWith(e, local), nullptr);
   hixl::TransferReq a = nullptr;
-  ASSERT_EQ(e.TransferAsync(listener.name().c_str(), hixl::WRITE, {{local.addr(), kRegion, 256u << 10}},
+  ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion, 256u << 10}},
                             hixl::TransferArgs{}, a),
             hixl::SUCCESS);
   EXPECT_EQ(WaitFor(e, a, 5), hixl::TransferStatus::TIMEOUT);
-  ASSERT_GE(first_stream.load(), 0);
-  std::vector<hixl::TransferReq> later(8);
-  for (size_t i = 0; i < later.size(); ++i) {
-    ASSERT_EQ(e.TransferAsync(listener.name().c_str(), hixl::WRITE, {{local.addr(), kRegion + i * 4096, 4096}},
-                              hixl::TransferArgs{}, later[i]),
+  ASSERT_TRUE(WaitUntil([&] { return t.first_on[0] + t.first_on[1] == 1; }, 2));
+  const int behind = t.first_on[0].load() != 0 ? 0 : 1;
+  PostLater(e, t, local, 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  t.answer[behind].store(true);  // the stale frame is done with: what waited behind it may go
+  // (Requests still waiting when their 300 ms are up never go out at all.)
+  WaitUntil([&] { return t.later_on[behind].load() == 8; }, 3);
+  EXPECT_GT(t.later_on[behind].load(), 0) << "the later requests did not go behind the timed-out one";
+  EXPECT_EQ(t.later_on[1 - behind].load(), 0) << "later requests went on the other stream";
+  e.Finalize();
+}
+
+// Timed-out WRITEs left frames on both streams: later requests wait until
+// one of them is answered, then go behind the other (not on the stream that
+// has none left: the other's stale frame could land after them).
+TEST(HostileTarget, RequestsAfterTimedOutWritesOnTwoStreamsWait) {
+  ScriptedTarget t;
+  hixl::Hixl e;
+  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(t.name().c_str(), 3000), hixl::SUCCESS);
+  LocalBuffer local(1u << 20);
+  ASSERT_NE(RegisterWith(e, local), nullptr);
+  hixl::TransferReq a[2] = {};
+  for (auto &r : a) {  // one frame each, on the two streams in turn
+    ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion, 256u << 10}},
+                              hixl::TransferArgs{}, r),
               hixl::SUCCESS);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  answer_first.store(true);  // the stale frame is done with: what waited behind it may go
-  auto t0 = std::chrono::steady_clock::now();
-  const int behind = first_stream.load();
-  while (later_on[behind].load() < 8 && SecondsSince(t0) < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(later_on[behind].load(), 8) << "the later requests did not all go behind the timed-out one";
-  EXPECT_EQ(later_on[1 - behind].load(), 0) << "later requests went on the other stream";
-  stop.store(true);
+  for (auto r : a) EXPECT_EQ(WaitFor(e, r, 5), hixl::TransferStatus::TIMEOUT);
+  ASSERT_TRUE(WaitUntil([&] { return t.first_on[0] + t.first_on[1] == 2; }, 2));
+  PostLater(e, t, local, 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(t.later_on[0] + t.later_on[1], 0) << "later requests went out while both streams had stale frames";
+  t.answer[0].store(true);  // stream 1 still has one: they go behind it
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(t.later_on[0].load(), 0) << "later requests went on stream 0 while stream 1 had a stale frame";
+  t.answer[1].store(true);
+  // (Requests still waiting when their 300 ms are up never go out at all.)
+  WaitUntil([&] { return t.later_on[1].load() == 8; }, 3);
+  EXPECT_GT(t.later_on[1].load(), 0) << "the later requests did not go behind the stale frame of stream 1";
+  EXPECT_EQ(t.later_on[0].load(), 0) << "later requests went on the stream without stale frames left";
   e.Finalize();
-  target.join();
 }
 
 }  // namespace

@@ -43,13 +43,14 @@ std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> bo
 }
 
 InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push,
-                                 std::function<void()> before_close)
+                                 std::function<void()> before_close, std::function<void()> on_abandoned_done)
     : fd_(fd),
       polled_fd_(fd),
       worker_(worker),
       name_(std::move(name)),
       on_push_(std::move(on_push)),
       before_close_(std::move(before_close)),
+      on_abandoned_done_(std::move(on_abandoned_done)),
       last_rx_ms_(SteadyMillis()),
       last_tx_ms_(last_rx_ms_.load()) {}
 
@@ -529,16 +530,19 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
 }
 
 void InitiatorStream::Complete(FinishedList *fin) {
+  bool abandoned_write = false;
   for (auto &f : *fin) {
     if (f.req == nullptr) {
       if (on_push_) on_push_(*this, f.push_type, f.push_id, std::move(f.body));
       continue;
     }
+    abandoned_write = abandoned_write || (f.req->abandoned && f.req->type == wire::MsgType::kWriteReq);
     if (f.status == SUCCESS && f.req->on_reply && !f.req->abandoned) f.req->on_reply(std::move(f.body));
     if (f.req->done) f.req->done->PartDone(f.status);
     buffers_.Give(std::move(f.req->staged));
   }
   fin->clear();
+  if (abandoned_write && on_abandoned_done_) on_abandoned_done_();
 }
 
 }  // namespace hixl::tcp

@@ -75,8 +75,10 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
 
   // `before_close` runs when the stream closes, after closed() turns true
   // and before the socket is closed (see LinkParams::before_close).
+  // `on_abandoned_done` runs, without the stream's lock, after frames of
+  // cancelled WRITEs were answered or failed (see abandoned_writes()).
   InitiatorStream(int fd, IoWorker *worker, std::string name, PushHandler on_push = nullptr,
-                  std::function<void()> before_close = nullptr);
+                  std::function<void()> before_close = nullptr, std::function<void()> on_abandoned_done = nullptr);
   ~InitiatorStream() override;
 
   int fd() const override { return polled_fd_.load(); }
@@ -186,6 +188,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   const std::string name_;
   const PushHandler on_push_;
   const std::function<void()> before_close_;
+  const std::function<void()> on_abandoned_done_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> abandoned_writes_{0};

@@ -105,15 +105,22 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
     }
   }
   if (params.regions != nullptr) params.regions->Replace(ack->regions);
+  std::weak_ptr<WriteFence> fence = link->fence_;
+  auto lifted = [fence] {
+    if (auto f = fence.lock()) f->Lifted();
+  };
+  std::vector<std::weak_ptr<InitiatorStream>> weak;
   for (uint32_t i = 0; i < streams; ++i) {
     IoWorker *w = PickWorker(workers);
     auto s = std::make_shared<InitiatorStream>(fds[i], w,
                                                "link to " + link->remote_name_ + " stream " + std::to_string(i),
-                                               i == 0 ? params.on_push : nullptr, params.before_close);
+                                               i == 0 ? params.on_push : nullptr, params.before_close, lifted);
     w->Add(s, EPOLLIN);
     link->caches_.push_back(&s->buffers());
+    weak.push_back(s);
     link->streams_.push_back(std::move(s));
   }
+  link->fence_->SetStreams(std::move(weak));
   *out = std::move(link);
   return SUCCESS;
 }
@@ -129,33 +136,27 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
 
 void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
                      Deadline deadline, bool caller_waits) {
-  // WRITE frames of a cancelled (timed out) request that are on the wire
-  // unanswered are still applied by the target when it gets to them: after
-  // anything a later request sends on another stream meanwhile, which they
-  // would overwrite (or which, a READ, would not see them). While a stream
-  // has such frames, new ones go behind them, on that stream. (Should two
-  // streams have them, one is picked: the other's may still land late.)
-  size_t fence = streams_.size();
-  for (size_t i = 0; i < streams_.size() && fence == streams_.size(); ++i) {
-    if (streams_[i]->abandoned_writes() > 0) fence = i;
-  }
   std::vector<std::vector<std::unique_ptr<Request>>> per_stream;
-  if (fence == streams_.size()) {
+  const size_t route = fence_->Route();
+  if (route == WriteFence::kAnyStream) {
     per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches_, done);
+    for (const auto &frames : per_stream) done->AddParts(frames.size());
   } else {
-    auto planned = PlanFrames(is_write, pieces, n, 0, {caches_[fence]}, done);
+    // Behind the frames of timed-out WRITEs (see WriteFence), or parked.
+    auto planned = PlanFrames(is_write, pieces, n, 0, {caches_[route]}, done);
+    done->AddParts(planned[0].size());
+    const size_t to = fence_->Admit(&planned[0], route);
+    if (to == WriteFence::kAnyStream) return;  // parked: the fence submits or fails them
     per_stream.resize(streams_.size());
-    per_stream[fence] = std::move(planned[0]);
+    per_stream[to] = std::move(planned[0]);
   }
-  size_t frames = 0, used = 0, last = 0;
+  size_t used = 0, last = 0;
   for (size_t i = 0; i < per_stream.size(); ++i) {
-    frames += per_stream[i].size();
     if (!per_stream[i].empty()) {
       ++used;
       last = i;
     }
   }
-  done->AddParts(frames);
   // A waiting caller with everything on one stream receives the replies
   // itself (see SubmitAndDrive); otherwise the workers do.
   if (caller_waits && used == 1) {
@@ -179,14 +180,17 @@ void TcpLink::SubmitControl(std::unique_ptr<Request> req) {
 }
 
 void TcpLink::Cancel(const Completion *done) {
+  fence_->Drop(done);
   for (auto &s : streams_) s->Cancel(done);
 }
 
 void TcpLink::Close(const char *why) {
+  fence_->Drop(nullptr);
   for (auto &s : streams_) s->Close(why);
 }
 
 bool TcpLink::idle() const {
+  if (!fence_->empty()) return false;
   for (const auto &s : streams_) {
     if (s->queued() != 0) return false;
   }

@@ -17,6 +17,7 @@
 #include "transport/channel.h"
 #include "transport/tcp/initiator_stream.h"
 #include "transport/tcp/io_worker.h"
+#include "transport/tcp/write_fence.h"
 #include "wire/messages.h"
 
 namespace hixl::tcp {
@@ -81,6 +82,8 @@ class TcpLink : public Channel {
   std::vector<std::shared_ptr<InitiatorStream>> streams_;
   std::vector<BufferCache *> caches_;  // streams_[i]->buffers(), for PlanFrames
   std::atomic<size_t> rotate_{0};
+  // Shared with the streams' callbacks, which may outlive the link.
+  std::shared_ptr<WriteFence> fence_ = std::make_shared<WriteFence>();
 };
 
 }  // namespace hixl::tcp
