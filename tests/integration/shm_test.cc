@@ -487,7 +487,7 @@ TEST(ShmRevoke, DeregisterMemWaitsForAPeerWeHungUpOn) {
   const double took = SecondsSince(t0);
   resume.join();
   EXPECT_GE(took, 0.4) << "DeregisterMem did not wait for the frozen peer";
-  EXPECT_LT(took, 5.0);
+  EXPECT_LT(took, 10.5);
   EXPECT_EQ(s.PagesWrittenAfterZeroing(), 0u) << "the peer wrote into the region after DeregisterMem returned";
   const std::string reply = s.peer.ReadLine(30000);
   EXPECT_EQ(reply.rfind("ERR", 0), 0u) << reply;  // its WRITE was cut short
@@ -509,7 +509,7 @@ TEST(ShmRevoke, DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt) {
   s.peer.Kill(SIGCONT);
   t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);
-  EXPECT_LT(SecondsSince(t0), 5.0);
+  EXPECT_LT(SecondsSince(t0), 10.5);  // within its own limit (slow under TSan)
   EXPECT_EQ(s.PagesWrittenAfterZeroing(), 0u) << "the peer wrote into the region after DeregisterMem returned";
   EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);  // done: no effect
   s.target.Finalize();
