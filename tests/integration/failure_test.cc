@@ -641,6 +641,42 @@ TEST(StaleRegionTable, RemoteDeregisteredRegionIsParamInvalidWhenNothingMoved) {
   peer.Stop();
 }
 
+// Plays a target on another host for up to `n` streams of one link on
+// `listen_fd`: accepts each and answers its HELLO (offering `regions`).
+// Returns the streams that got that far.
+std::vector<int> AcceptStreams(int listen_fd, int n, std::vector<hixl::wire::RegionInfo> regions) {
+  std::vector<int> fds;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (int stream = 0; stream < n; ++stream) {
+    pollfd p{listen_fd, POLLIN, 0};
+    if (poll(&p, 1, 3000) <= 0) break;
+    int fd = accept(listen_fd, nullptr, nullptr);
+    if (fd < 0) break;
+    uint8_t hdr[hixl::wire::kHeaderSize];
+    hixl::wire::FrameHeader h;
+    std::vector<uint8_t> hello;
+    if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+        hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk ||
+        (hello.resize(h.body_len), !RecvExactly(fd, hello.data(), hello.size(), deadline))) {
+      close(fd);
+      break;
+    }
+    hixl::wire::HelloAck ack;
+    ack.host.boot_id = "another host";
+    ack.regions = regions;
+    std::vector<uint8_t> body;
+    hixl::wire::EncodeHelloAck(ack, &body);
+    hixl::wire::FrameHeader a;
+    a.type = hixl::wire::MsgType::kHelloAck;
+    if (!SendAll(fd, Frame(a, body))) {
+      close(fd);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
 TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
   // A target that answers the handshake, then sends REVOKE after REVOKE and
   // reads nothing: the initiator must not queue acknowledgements without
@@ -651,30 +687,7 @@ TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
   const int ls = listener.fd;
   std::atomic<bool> stop{false};
   std::thread target([ls, &stop] {
-    std::vector<int> fds;
-    for (int stream = 0; stream < 2; ++stream) {
-      pollfd p{ls, POLLIN, 0};
-      if (poll(&p, 1, 3000) <= 0) break;
-      int fd = accept(ls, nullptr, nullptr);
-      if (fd < 0) break;
-      fds.push_back(fd);
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-      uint8_t hdr[hixl::wire::kHeaderSize];
-      hixl::wire::FrameHeader h;
-      if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
-          hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
-        break;
-      }
-      std::vector<uint8_t> hello(h.body_len);
-      if (!RecvExactly(fd, hello.data(), hello.size(), deadline)) break;
-      hixl::wire::HelloAck ack;
-      ack.host.boot_id = "another host";
-      std::vector<uint8_t> body;
-      hixl::wire::EncodeHelloAck(ack, &body);
-      hixl::wire::FrameHeader a;
-      a.type = hixl::wire::MsgType::kHelloAck;
-      if (!SendAll(fd, Frame(a, body))) break;
-    }
+    std::vector<int> fds = AcceptStreams(ls, 2, {});
     if (fds.empty()) return;
     // The flood, on stream 0, while it takes (the kernel buffers fill).
     std::vector<uint8_t> flood;
@@ -860,31 +873,7 @@ struct ScriptedTarget {
   std::string name() const { return listener.name(); }
 
   void Run() {
-    std::vector<int> fds;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    for (int stream = 0; stream < 2; ++stream) {
-      pollfd p{listener.fd, POLLIN, 0};
-      if (poll(&p, 1, 3000) <= 0) break;
-      int fd = accept(listener.fd, nullptr, nullptr);
-      if (fd < 0) break;
-      fds.push_back(fd);
-      uint8_t hdr[hixl::wire::kHeaderSize];
-      hixl::wire::FrameHeader h;
-      if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
-          hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
-        break;
-      }
-      std::vector<uint8_t> hello(h.body_len);
-      if (!RecvExactly(fd, hello.data(), hello.size(), deadline)) break;
-      hixl::wire::HelloAck ack;
-      ack.host.boot_id = "another host";
-      ack.regions = {{kRegion, kRegionLen}};
-      std::vector<uint8_t> body;
-      hixl::wire::EncodeHelloAck(ack, &body);
-      hixl::wire::FrameHeader a;
-      a.type = hixl::wire::MsgType::kHelloAck;
-      if (!SendAll(fd, Frame(a, body))) break;
-    }
+    std::vector<int> fds = AcceptStreams(listener.fd, 2, {{kRegion, kRegionLen}});
     uint64_t first_id[2] = {0, 0};
     bool answered[2] = {false, false};
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -925,15 +914,38 @@ struct ScriptedTarget {
   }
 };
 
-// Posts `n` 4 KiB WRITEs into the scripted target's region.
-void PostLater(hixl::Hixl &e, const ScriptedTarget &t, const LocalBuffer &local, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    hixl::TransferReq r = nullptr;
-    ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion + i * 4096, 4096}},
-                              hixl::TransferArgs{}, r),
-              hixl::SUCCESS);
+// An engine linked to a ScriptedTarget, whose async requests time out after
+// 300 ms.
+class WriteFenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(e_.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
+    ASSERT_EQ(e_.Connect(t_.name().c_str(), 3000), hixl::SUCCESS);
+    ASSERT_NE(RegisterWith(e_, local_), nullptr);
   }
-}
+  void TearDown() override { e_.Finalize(); }
+  // A 256 KiB WRITE (one frame) into the target's region.
+  hixl::TransferReq PostStale() {
+    hixl::TransferReq r = nullptr;
+    EXPECT_EQ(e_.TransferAsync(t_.name().c_str(), hixl::WRITE, {{local_.addr(), ScriptedTarget::kRegion, 256u << 10}},
+                               hixl::TransferArgs{}, r),
+              hixl::SUCCESS);
+    return r;
+  }
+  // `n` 4 KiB WRITEs into the target's region.
+  void PostLater(size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      hixl::TransferReq r = nullptr;
+      ASSERT_EQ(e_.TransferAsync(t_.name().c_str(), hixl::WRITE,
+                                 {{local_.addr(), ScriptedTarget::kRegion + i * 4096, 4096}}, hixl::TransferArgs{}, r),
+                hixl::SUCCESS);
+    }
+  }
+
+  ScriptedTarget t_;
+  hixl::Hixl e_;
+  LocalBuffer local_{1u << 20};
+};
 
 bool WaitUntil(const std::function<bool()> &cond, double seconds) {
   auto t0 = std::chrono::steady_clock::now();
@@ -945,60 +957,37 @@ bool WaitUntil(const std::function<bool()> &cond, double seconds) {
 // requests must go behind it on that stream, not on the other one, where
 // the target could apply them first and then overwrite them with the stale
 // frame (the async review saw that happen).
-TEST(HostileTarget, RequestsAfterATimedOutWriteGoBehindItsFrames) {
-  ScriptedTarget t;
-  hixl::Hixl e;
-  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
-  ASSERT_EQ(e.Connect(t.name().c_str(), 3000), hixl::SUCCESS);
-  LocalBuffer local(1u << 20);
-  ASSERT_NE(RegisterWith(e, local), nullptr);
-  hixl::TransferReq a = nullptr;
-  ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion, 256u << 10}},
-                            hixl::TransferArgs{}, a),
-            hixl::SUCCESS);
-  EXPECT_EQ(WaitFor(e, a, 5), hixl::TransferStatus::TIMEOUT);
-  ASSERT_TRUE(WaitUntil([&] { return t.first_on[0] + t.first_on[1] == 1; }, 2));
-  const int behind = t.first_on[0].load() != 0 ? 0 : 1;
-  PostLater(e, t, local, 8);
+TEST_F(WriteFenceTest, RequestsAfterATimedOutWriteGoBehindItsFrames) {
+  EXPECT_EQ(WaitFor(e_, PostStale(), 5), hixl::TransferStatus::TIMEOUT);
+  ASSERT_TRUE(WaitUntil([&] { return t_.first_on[0] + t_.first_on[1] == 1; }, 2));
+  const int behind = t_.first_on[0].load() != 0 ? 0 : 1;
+  PostLater(8);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  t.answer[behind].store(true);  // the stale frame is done with: what waited behind it may go
+  t_.answer[behind].store(true);  // the stale frame is done with: what waited behind it may go
   // (Requests still waiting when their 300 ms are up never go out at all.)
-  WaitUntil([&] { return t.later_on[behind].load() == 8; }, 3);
-  EXPECT_GT(t.later_on[behind].load(), 0) << "the later requests did not go behind the timed-out one";
-  EXPECT_EQ(t.later_on[1 - behind].load(), 0) << "later requests went on the other stream";
-  e.Finalize();
+  WaitUntil([&] { return t_.later_on[behind].load() == 8; }, 3);
+  EXPECT_GT(t_.later_on[behind].load(), 0) << "the later requests did not go behind the timed-out one";
+  EXPECT_EQ(t_.later_on[1 - behind].load(), 0) << "later requests went on the other stream";
 }
 
 // Timed-out WRITEs left frames on both streams: later requests wait until
 // one of them is answered, then go behind the other (not on the stream that
 // has none left: the other's stale frame could land after them).
-TEST(HostileTarget, RequestsAfterTimedOutWritesOnTwoStreamsWait) {
-  ScriptedTarget t;
-  hixl::Hixl e;
-  ASSERT_EQ(e.Initialize("127.0.0.1", ResourceConfig("{\"async_transfer.timeout_ms\": 300}")), hixl::SUCCESS);
-  ASSERT_EQ(e.Connect(t.name().c_str(), 3000), hixl::SUCCESS);
-  LocalBuffer local(1u << 20);
-  ASSERT_NE(RegisterWith(e, local), nullptr);
-  hixl::TransferReq a[2] = {};
-  for (auto &r : a) {  // one frame each, on the two streams in turn
-    ASSERT_EQ(e.TransferAsync(t.name().c_str(), hixl::WRITE, {{local.addr(), ScriptedTarget::kRegion, 256u << 10}},
-                              hixl::TransferArgs{}, r),
-              hixl::SUCCESS);
-  }
-  for (auto r : a) EXPECT_EQ(WaitFor(e, r, 5), hixl::TransferStatus::TIMEOUT);
-  ASSERT_TRUE(WaitUntil([&] { return t.first_on[0] + t.first_on[1] == 2; }, 2));
-  PostLater(e, t, local, 8);
+TEST_F(WriteFenceTest, RequestsAfterTimedOutWritesOnTwoStreamsWait) {
+  hixl::TransferReq a[2] = {PostStale(), PostStale()};  // one frame each, on the two streams in turn
+  for (auto r : a) EXPECT_EQ(WaitFor(e_, r, 5), hixl::TransferStatus::TIMEOUT);
+  ASSERT_TRUE(WaitUntil([&] { return t_.first_on[0] + t_.first_on[1] == 2; }, 2));
+  PostLater(8);
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
-  EXPECT_EQ(t.later_on[0] + t.later_on[1], 0) << "later requests went out while both streams had stale frames";
-  t.answer[0].store(true);  // stream 1 still has one: they go behind it
+  EXPECT_EQ(t_.later_on[0] + t_.later_on[1], 0) << "later requests went out while both streams had stale frames";
+  t_.answer[0].store(true);  // stream 1 still has one: they go behind it
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
-  EXPECT_EQ(t.later_on[0].load(), 0) << "later requests went on stream 0 while stream 1 had a stale frame";
-  t.answer[1].store(true);
+  EXPECT_EQ(t_.later_on[0].load(), 0) << "later requests went on stream 0 while stream 1 had a stale frame";
+  t_.answer[1].store(true);
   // (Requests still waiting when their 300 ms are up never go out at all.)
-  WaitUntil([&] { return t.later_on[1].load() == 8; }, 3);
-  EXPECT_GT(t.later_on[1].load(), 0) << "the later requests did not go behind the stale frame of stream 1";
-  EXPECT_EQ(t.later_on[0].load(), 0) << "later requests went on the stream without stale frames left";
-  e.Finalize();
+  WaitUntil([&] { return t_.later_on[1].load() == 8; }, 3);
+  EXPECT_GT(t_.later_on[1].load(), 0) << "the later requests did not go behind the stale frame of stream 1";
+  EXPECT_EQ(t_.later_on[0].load(), 0) << "later requests went on the stream without stale frames left";
 }
 
 }  // namespace
