@@ -137,7 +137,9 @@ void TcpLink::SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Reque
 void TcpLink::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
                      Deadline deadline, bool caller_waits) {
   std::vector<std::vector<std::unique_ptr<Request>>> per_stream;
-  const size_t route = fence_->Route();
+  bool fenced = !fence_->empty();  // atomics first: the fence's lock only when it may matter
+  for (const auto &s : streams_) fenced = fenced || s->abandoned_writes() > 0;
+  const size_t route = fenced ? fence_->Route() : WriteFence::kAnyStream;
   if (route == WriteFence::kAnyStream) {
     per_stream = PlanFrames(is_write, pieces, n, rotate_.fetch_add(1, std::memory_order_relaxed), caches_, done);
     for (const auto &frames : per_stream) done->AddParts(frames.size());

@@ -44,6 +44,7 @@ size_t WriteFence::Admit(std::vector<std::unique_ptr<Request>> *frames, size_t p
   }
   for (auto &r : *frames) parked_.push_back(std::move(r));
   frames->clear();
+  parking_.store(!parked_.empty(), std::memory_order_release);
   return kAnyStream;
 }
 
@@ -58,6 +59,7 @@ void WriteFence::Lifted() {
     const size_t i = fenced.empty() ? parked_stream_ : fenced.front();
     to = i < streams_.size() ? streams_[i].lock() : nullptr;
     go.swap(parked_);
+    parking_.store(false, std::memory_order_release);
   }
   // Submitted outside the lock: a stream may complete requests inline, and
   // that may call Lifted again.
@@ -71,13 +73,10 @@ void WriteFence::Drop(const Completion *done) {
     std::vector<std::unique_ptr<Request>> keep;
     for (auto &r : parked_) (done == nullptr || r->done.get() == done ? dropped : keep).push_back(std::move(r));
     parked_.swap(keep);
+    parking_.store(!parked_.empty(), std::memory_order_release);
   }
   Fail(&dropped);
 }
 
-bool WriteFence::empty() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return parked_.empty();
-}
 
 }  // namespace hixl::tcp

@@ -9,6 +9,7 @@
 // several streams have, new frames wait here until all but one are answered.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -35,7 +36,7 @@ class WriteFence {
   void Lifted();
   // Parked frames of `done` fail (FAILED); those of every request if null.
   void Drop(const Completion *done);
-  bool empty() const;
+  bool empty() const { return !parking_.load(std::memory_order_acquire); }
 
  private:
   // Streams with cancelled WRITE frames unanswered; under mu_.
@@ -45,6 +46,7 @@ class WriteFence {
   std::vector<std::weak_ptr<InitiatorStream>> streams_;
   std::vector<std::unique_ptr<Request>> parked_;  // in order
   size_t parked_stream_ = 0;  // the stream they were planned for
+  std::atomic<bool> parking_{false};  // !parked_.empty(), readable without mu_
 };
 
 }  // namespace hixl::tcp
