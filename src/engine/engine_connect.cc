@@ -118,6 +118,12 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   // In use from before it is in the table: the channel pool, making room
   // for another thread's link, never closes it before our caller has it.
   LinkRef mine(link);
+  if (s == SUCCESS && ack.host.pid != 0 && !link->shm) {
+    // Offered direct copies, it uses tcp: the target need not wait for it
+    // when it revokes a region (nor keep its stream after ending it).
+    auto no_direct = tcp::MakeRequest(wire::MsgType::kNoDirect, {}, std::make_shared<Completion>());
+    link->tcp->SubmitControl(std::move(no_direct));
+  }
   if (s == SUCCESS) {
     link->Touch();
     std::vector<std::shared_ptr<Link>> evicted;

@@ -17,7 +17,7 @@ void Revocation::RemovePeer(tcp::TargetStream *stream) {
 void Revocation::OnAck(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it != waiting_.end() && it->second.due > 0 && --it->second.due == 0) cv_.notify_all();
+  if (it != waiting_.end() && it->second->due > 0 && --it->second->due == 0) cv_.notify_all();
 }
 
 uint64_t Revocation::Start(const wire::RegionInfo &region) {
@@ -29,10 +29,11 @@ uint64_t Revocation::Start(const wire::RegionInfo &region) {
       if (auto s = weak.lock()) streams.push_back(std::move(s));
     }
     id = next_id_++;
-    Pending &p = waiting_[id];
-    p.region = region;
-    p.due = streams.size();
-    for (const auto &s : streams) p.streams.push_back(s);
+    auto p = std::make_shared<Pending>();
+    p->region = region;
+    p->due = streams.size();
+    for (const auto &s : streams) p->streams.push_back(s);
+    waiting_[id] = std::move(p);
   }
   // Each stream belongs to one worker thread: hand the push to it.
   for (auto &s : streams) {
@@ -47,21 +48,23 @@ uint64_t Revocation::Start(const wire::RegionInfo &region) {
 bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it == waiting_.end()) return true;
-  if (cv_.wait_for(lock, limit, [&] { return it->second.due == 0; })) {
-    waiting_.erase(it);
+  if (it == waiting_.end()) return true;  // confirmed (and erased) meanwhile
+  const std::shared_ptr<Pending> p = it->second;
+  if (cv_.wait_for(lock, limit, [&] { return p->due == 0 || p->forgotten; }) && p->due == 0) {
+    it = waiting_.find(id);
+    if (it != waiting_.end() && it->second == p) waiting_.erase(it);
     return true;
   }
-  const Pending &p = it->second;
+  if (p->forgotten) return false;  // given up on elsewhere (Finalize)
   HIXL_LOGE("revoking region 0x%llx+%llu: %zu of %zu peer(s) on this host did not confirm within %lld ms that they "
             "stopped copying into it; hanging up on them, and the region stays unconfirmed until they close their "
             "end or exit",
-            static_cast<unsigned long long>(p.region.addr), static_cast<unsigned long long>(p.region.len), p.due,
-            p.streams.size(), static_cast<long long>(limit.count()));
+            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len), p->due,
+            p->streams.size(), static_cast<long long>(limit.count()));
   // A peer that still holds the region in its table must not keep its
   // link: once the link is gone, a live peer stops copying and, to go on,
   // connects again and gets the table without the region.
-  for (const auto &weak : p.streams) {
+  for (const auto &weak : p->streams) {
     if (auto s = weak.lock()) s->worker()->Post([s, id] { s->HangUpIfRevokePending(id); });
   }
   return false;
@@ -69,7 +72,11 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
 
 void Revocation::Forget(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  waiting_.erase(id);
+  auto it = waiting_.find(id);
+  if (it == waiting_.end()) return;
+  it->second->forgotten = true;
+  waiting_.erase(it);
+  cv_.notify_all();
 }
 
 }  // namespace hixl

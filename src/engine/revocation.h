@@ -42,6 +42,7 @@ class Revocation {
   struct Pending {
     wire::RegionInfo region;
     size_t due = 0;  // confirmations still to come
+    bool forgotten = false;
     std::vector<std::weak_ptr<tcp::TargetStream>> streams;
   };
 
@@ -49,7 +50,9 @@ class Revocation {
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
   std::map<tcp::TargetStream *, std::weak_ptr<tcp::TargetStream>> peers_;
-  std::map<uint64_t, Pending> waiting_;
+  // Shared: several callers may Wait on one id (a retried DeregisterMem and
+  // Finalize), and one may erase it while another still waits.
+  std::map<uint64_t, std::shared_ptr<Pending>> waiting_;
 };
 
 }  // namespace hixl

@@ -23,6 +23,7 @@ const char *MsgTypeName(MsgType type) {
     case MsgType::kBye: return "BYE";
     case MsgType::kRevoke: return "REVOKE";
     case MsgType::kRevokeAck: return "REVOKE_ACK";
+    case MsgType::kNoDirect: return "NO_DIRECT";
   }
   return "UNKNOWN";
 }
@@ -37,13 +38,16 @@ bool IsRequest(MsgType type) {
     case MsgType::kPing:
     case MsgType::kBye:
     case MsgType::kRevokeAck:
+    case MsgType::kNoDirect:
       return true;
     default:
       return false;
   }
 }
 
-bool ExpectsReply(MsgType request) { return request != MsgType::kBye && request != MsgType::kRevokeAck; }
+bool ExpectsReply(MsgType request) {
+  return request != MsgType::kBye && request != MsgType::kRevokeAck && request != MsgType::kNoDirect;
+}
 
 MsgType ReplyOf(MsgType request) {
   switch (request) {

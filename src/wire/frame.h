@@ -45,15 +45,16 @@ enum class MsgType : uint8_t {
   kBye = 13,         // initiator is closing the link; no reply
   kRevoke = 14,      // target -> initiator, unasked: forget a region (body: region)
   kRevokeAck = 15,   // initiator -> target: done forgetting it; no reply
+  kNoDirect = 16,    // initiator -> target, stream 0: offered shm, it uses tcp (never copies itself); no reply
 };
-constexpr uint8_t kMaxMsgType = 15;
+constexpr uint8_t kMaxMsgType = 16;
 
 const char *MsgTypeName(MsgType type);
 // True for the types an initiator may send (a target accepts only these).
 bool IsRequest(MsgType type);
 // The reply type of a request (for those without reply: the request's type).
 MsgType ReplyOf(MsgType request);
-// False for the requests that get no reply (kBye, kRevokeAck).
+// False for the requests that get no reply (kBye, kRevokeAck, kNoDirect).
 bool ExpectsReply(MsgType request);
 
 struct FrameHeader {

@@ -428,6 +428,16 @@ INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
 namespace hixl_test {
 namespace {
 
+// Initializes `target` as a server on a free loopback port; its name in *me.
+bool ServeOnFreePort(hixl::Hixl &target, std::string *me) {
+  for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me->empty(); ++i, ++p) {
+    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
+      *me = "127.0.0.1:" + std::to_string(p);
+    }
+  }
+  return !me->empty();
+}
+
 // This process serves (on a free port); the peer process copies into `region`
 // over shm. The peer gets `peer_config`.
 struct FrozenWriterSetup {
@@ -440,12 +450,7 @@ struct FrozenWriterSetup {
   // Starts a 1 GiB WRITE from the peer into `region` and freezes the peer
   // in the middle of it.
   bool StartAndFreeze(const std::string &peer_config) {
-    for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me.empty(); ++i, ++p) {
-      if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
-        me = "127.0.0.1:" + std::to_string(p);
-      }
-    }
-    if (me.empty() || region.data() == nullptr) return false;
+    if (!ServeOnFreePort(target, &me) || region.data() == nullptr) return false;
     handle = RegisterWith(target, region);
     size_t id = 0;
     if (!peer.Start(false, peer_config) || peer.AllocRegistered(region.size(), &id) == 0) return false;
@@ -513,6 +518,55 @@ TEST(ShmRevoke, DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt) {
   EXPECT_EQ(s.PagesWrittenAfterZeroing(), 0u) << "the peer wrote into the region after DeregisterMem returned";
   EXPECT_EQ(s.target.DeregisterMem(s.handle), hixl::SUCCESS);  // done: no effect
   s.target.Finalize();
+}
+
+// A peer on this host that uses tcp although offered shm (its own
+// protocol_desc) says so (NO_DIRECT): hung up on for missing heartbeats, its
+// stream is closed for good, and DeregisterMem does not wait for it. It was
+// taken for a peer that copies directly: every DeregisterMem waited 10 s and
+// returned FAILED (found by the review of the revocation change).
+TEST(ShmRevoke, ASameHostPeerUsingTcpIsNotWaitedFor) {
+  hixl::Hixl target;
+  std::string me;
+  ASSERT_TRUE(ServeOnFreePort(target, &me));
+  PeerProcess peer;
+  ASSERT_TRUE(peer.Start(false, "{\"heartbeat.interval_ms\": 100, \"comm_resource_config.protocol_desc\": [\"tcp:host\"]}"));
+  LocalBuffer region(1u << 20);
+  hixl::MemHandle h = RegisterWith(target, region);
+  ASSERT_EQ(peer.Command("CONNECT " + me + " 3000"), "OK");
+  peer.Kill(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // > 3 heartbeat intervals: hung up on
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(target.DeregisterMem(h), hixl::SUCCESS);
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  peer.Kill(SIGCONT);
+  target.Finalize();
+}
+
+// Finalize racing a second DeregisterMem of a handle whose first call
+// returned FAILED (the Python binding lets the two race): both wait for the
+// same revocation, and the peer confirms while they do. The second waiter
+// read the revocation through an iterator the first had erased (crash).
+TEST(ShmRevoke, FinalizeRacingARetriedDeregisterMem) {
+  hixl::Hixl target;
+  std::string me;
+  ASSERT_TRUE(ServeOnFreePort(target, &me));
+  LocalBuffer region(1u << 20);
+  hixl::MemHandle h = RegisterWith(target, region);
+  PeerProcess peer;
+  ASSERT_TRUE(peer.Start());
+  ASSERT_EQ(peer.Command("CONNECT " + me + " 3000"), "OK");
+  peer.Kill(SIGSTOP);
+  ASSERT_EQ(target.DeregisterMem(h), hixl::FAILED);  // 10 s: a frozen shm peer
+  std::atomic<int> second{-1};
+  std::thread retry([&] { second = static_cast<int>(target.DeregisterMem(h)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::thread finalize([&] { target.Finalize(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  peer.Kill(SIGCONT);  // it closes its end: the revocation is confirmed, both waiters wake
+  retry.join();
+  finalize.join();
+  EXPECT_TRUE(second == static_cast<int>(hixl::SUCCESS) || second == static_cast<int>(hixl::FAILED)) << second;
 }
 
 }  // namespace

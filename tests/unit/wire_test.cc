@@ -119,7 +119,7 @@ TEST(FrameHeaderTest, BadVersionReportsPeerVersion) {
 TEST(FrameHeaderTest, BadType) {
   FrameHeader out;
   EXPECT_EQ(DecodeMutated(5, 0, &out), HeaderError::kBadType);
-  EXPECT_EQ(DecodeMutated(5, 16, &out), HeaderError::kBadType);
+  EXPECT_EQ(DecodeMutated(5, kMaxMsgType + 1, &out), HeaderError::kBadType);
   EXPECT_EQ(DecodeMutated(5, 255, &out), HeaderError::kBadType);
 }
 

@@ -328,6 +328,21 @@ bool TargetStream::OnHeader() {
     CloseStream("peer said goodbye", false);
     return false;
   }
+  if (cur_.type == wire::MsgType::kNoDirect) {
+    if (!control_ || cur_.body_len != 0) {
+      HangUp("protocol error: NO_DIRECT on a stream other than a link's first, or with a body", true);
+      return false;
+    }
+    if (direct_) {
+      // It chose tcp: nothing of it lands but through our sockets, so its
+      // stream closes for good when we end it, and later revocations need
+      // not wait for it (those pending still get its acknowledgement).
+      direct_ = false;
+      ctx_->OnControlStreamClosed(this);
+      HIXL_LOGI("serving %s: it uses tcp, not direct copies", who_.c_str());
+    }
+    return true;
+  }
   if (cur_.type == wire::MsgType::kRevokeAck) {
     auto it = std::find(revokes_.begin(), revokes_.end(), cur_.req_id);
     if (it == revokes_.end() || cur_.body_len != 0) {

@@ -13,7 +13,7 @@ void Fail(std::vector<std::unique_ptr<Request>> *frames) {
 }  // namespace
 
 void WriteFence::SetStreams(std::vector<std::weak_ptr<InitiatorStream>> streams) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   streams_ = std::move(streams);
 }
 
@@ -27,14 +27,14 @@ std::vector<size_t> WriteFence::FencedLocked() const {
 }
 
 size_t WriteFence::Route() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!parked_.empty()) return parked_stream_;
   auto fenced = FencedLocked();
   return fenced.empty() ? kAnyStream : fenced.front();
 }
 
 size_t WriteFence::Admit(std::vector<std::unique_ptr<Request>> *frames, size_t planned) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto fenced = FencedLocked();
   if (parked_.empty() && fenced.size() <= 1) return fenced.empty() ? planned : fenced.front();
   if (parked_.empty()) {
@@ -49,27 +49,24 @@ size_t WriteFence::Admit(std::vector<std::unique_ptr<Request>> *frames, size_t p
 }
 
 void WriteFence::Lifted() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (parked_.empty()) return;
+  auto fenced = FencedLocked();
+  if (fenced.size() > 1) return;
+  const size_t i = fenced.empty() ? parked_stream_ : fenced.front();
+  std::shared_ptr<InitiatorStream> to = i < streams_.size() ? streams_[i].lock() : nullptr;
   std::vector<std::unique_ptr<Request>> go;
-  std::shared_ptr<InitiatorStream> to;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (parked_.empty()) return;
-    auto fenced = FencedLocked();
-    if (fenced.size() > 1) return;
-    const size_t i = fenced.empty() ? parked_stream_ : fenced.front();
-    to = i < streams_.size() ? streams_[i].lock() : nullptr;
-    go.swap(parked_);
-    parking_.store(false, std::memory_order_release);
-  }
-  // Submitted outside the lock: a stream may complete requests inline, and
-  // that may call Lifted again.
+  go.swap(parked_);
+  parking_.store(false, std::memory_order_release);
+  // Still under the lock: a Cancel (Drop, then the streams' Cancel) must
+  // find the frames here or in the stream, never in between.
   if (to == nullptr || !to->Submit(&go, /*may_wait=*/true)) Fail(&go);
 }
 
 void WriteFence::Drop(const Completion *done) {
   std::vector<std::unique_ptr<Request>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     std::vector<std::unique_ptr<Request>> keep;
     for (auto &r : parked_) (done == nullptr || r->done.get() == done ? dropped : keep).push_back(std::move(r));
     parked_.swap(keep);

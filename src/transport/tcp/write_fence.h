@@ -42,7 +42,10 @@ class WriteFence {
   // Streams with cancelled WRITE frames unanswered; under mu_.
   std::vector<size_t> FencedLocked() const;
 
-  mutable std::mutex mu_;
+  // Recursive: Lifted submits under it (so that Drop cannot miss frames on
+  // their way to a stream), and a stream may complete requests inline,
+  // which calls Lifted again on the same thread.
+  mutable std::recursive_mutex mu_;
   std::vector<std::weak_ptr<InitiatorStream>> streams_;
   std::vector<std::unique_ptr<Request>> parked_;  // in order
   size_t parked_stream_ = 0;  // the stream they were planned for
