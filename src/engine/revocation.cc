@@ -48,7 +48,7 @@ uint64_t Revocation::Start(const wire::RegionInfo &region) {
 bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it == waiting_.end()) return true;  // confirmed (and erased) meanwhile
+  if (it == waiting_.end()) return forgotten_.count(id) == 0;  // confirmed (and erased) meanwhile, or given up on
   const std::shared_ptr<Pending> p = it->second;
   if (cv_.wait_for(lock, limit, [&] { return p->due == 0 || p->forgotten; }) && p->due == 0) {
     it = waiting_.find(id);
@@ -73,7 +73,8 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
 void Revocation::Forget(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it == waiting_.end()) return;
+  if (it == waiting_.end()) return;  // confirmed
+  forgotten_.insert(id);
   it->second->forgotten = true;
   waiting_.erase(it);
   cv_.notify_all();

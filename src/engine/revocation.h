@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "transport/tcp/target_stream.h"
@@ -33,7 +34,8 @@ class Revocation {
   uint64_t Start(const wire::RegionInfo &region);
   // Waits up to `limit` for every peer of revocation `id` to confirm. True:
   // all did (the id is forgotten). False (logged): the ones that did not are
-  // hung up on, and the id stays, to Wait on again (or Forget).
+  // hung up on, and the id stays, to Wait on again (or Forget). Always false
+  // once the id was forgotten unconfirmed.
   bool Wait(uint64_t id, std::chrono::milliseconds limit);
   void Forget(uint64_t id);
   void OnAck(uint64_t id);
@@ -53,6 +55,9 @@ class Revocation {
   // Shared: several callers may Wait on one id (a retried DeregisterMem and
   // Finalize), and one may erase it while another still waits.
   std::map<uint64_t, std::shared_ptr<Pending>> waiting_;
+  // Ids given up on (Finalize): a Wait on one is not a confirmation, unlike
+  // a Wait on an id that is gone because it was confirmed.
+  std::set<uint64_t> forgotten_;
 };
 
 }  // namespace hixl

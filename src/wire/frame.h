@@ -18,7 +18,7 @@
 namespace hixl::wire {
 
 constexpr uint32_t kMagic = 0x4C584948;  // "HIXL" in little-endian byte order
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;  // 2: NO_DIRECT, and half-closed streams to peers that copy directly
 constexpr size_t kHeaderSize = 32;
 
 // Limits. A frame beyond them is a protocol error and closes its stream.

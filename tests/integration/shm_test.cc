@@ -569,5 +569,27 @@ TEST(ShmRevoke, FinalizeRacingARetriedDeregisterMem) {
   EXPECT_TRUE(second == static_cast<int>(hixl::SUCCESS) || second == static_cast<int>(hixl::FAILED)) << second;
 }
 
+// Retries of a DeregisterMem that returned FAILED race Finalize while the
+// peer stays frozen: none may return SUCCESS (the peer never confirmed; it
+// writes into the memory once it runs again). One did: a revocation that
+// Finalize gave up on counted as confirmed (found by a review).
+TEST(ShmRevoke, RetriesRacingFinalizeNeverSucceedUnconfirmed) {
+  FrozenWriterSetup s;
+  ASSERT_TRUE(s.StartAndFreeze("{}"));
+  ASSERT_EQ(s.target.DeregisterMem(s.handle), hixl::FAILED);  // 10 s: frozen peer
+  std::atomic<int> res[3] = {{-1}, {-1}, {-1}};
+  std::vector<std::thread> retries;
+  for (int i = 0; i < 3; ++i) {
+    retries.emplace_back([&, i] { res[i] = static_cast<int>(s.target.DeregisterMem(s.handle)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread finalize([&] { s.target.Finalize(); });
+  for (auto &t : retries) t.join();
+  finalize.join();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(res[i].load(), static_cast<int>(hixl::FAILED)) << "retry " << i;
+  s.peer.Kill(SIGCONT);
+}
+
 }  // namespace
 }  // namespace hixl_test

@@ -108,7 +108,7 @@ TEST(FrameHeaderTest, BadMagic) {
 }
 
 TEST(FrameHeaderTest, BadVersionReportsPeerVersion) {
-  for (uint8_t v : {uint8_t{0}, uint8_t{2}, uint8_t{255}}) {
+  for (uint8_t v : {uint8_t{0}, static_cast<uint8_t>(kVersion + 1), uint8_t{255}}) {
     FrameHeader out;
     out.version = kVersion;
     EXPECT_EQ(DecodeMutated(4, v, &out), HeaderError::kBadVersion) << int(v);

@@ -329,8 +329,8 @@ bool TargetStream::OnHeader() {
     return false;
   }
   if (cur_.type == wire::MsgType::kNoDirect) {
-    if (!control_ || cur_.body_len != 0) {
-      HangUp("protocol error: NO_DIRECT on a stream other than a link's first, or with a body", true);
+    if (!control_) {  // (a body was refused above)
+      HangUp("protocol error: NO_DIRECT on a stream other than a link's first", true);
       return false;
     }
     if (direct_) {
