@@ -116,12 +116,23 @@ void InitiatorStream::PumpLocked(FinishedList *fin, bool force) {
 }
 
 bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait) {
+  if (!Enqueue(reqs)) return false;
+  Flush(may_wait);
+  return true;
+}
+
+bool InitiatorStream::Enqueue(std::vector<std::unique_ptr<Request>> *reqs) {
+  std::lock_guard<std::mutex> lock(sub_mu_);
+  if (inbox_closed_) return false;
+  for (auto &r : *reqs) inbox_.push_back(std::move(r));
+  reqs->clear();
+  return true;
+}
+
+void InitiatorStream::Flush(bool may_wait) {
   {
     std::lock_guard<std::mutex> lock(sub_mu_);
-    if (inbox_closed_) return false;
-    for (auto &r : *reqs) inbox_.push_back(std::move(r));
-    reqs->clear();
-    if (may_wait && may_hold_) return true;
+    if (may_wait && may_hold_) return;
   }
   // Inline send: saves a thread hand-off on the latency path.
   FinishedList fin;
@@ -130,7 +141,6 @@ bool InitiatorStream::Submit(std::vector<std::unique_ptr<Request>> *reqs, bool m
     PumpLocked(&fin, /*force=*/!may_wait);
   }
   Complete(&fin);
-  return true;
 }
 
 void InitiatorStream::Progress() {

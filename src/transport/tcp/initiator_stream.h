@@ -97,6 +97,12 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // (see kHoldBytes). Never blocks on the wire. Returns false, leaving `reqs`
   // as they are, when the stream is closed.
   bool Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false);
+  // Submit in two steps: Enqueue only puts `reqs` in the inbox (where
+  // Cancel finds them; false, leaving them, when the stream is closed), and
+  // runs nothing else; Flush then sends as Submit would, and may complete
+  // requests (and run their callbacks) on the calling thread.
+  bool Enqueue(std::vector<std::unique_ptr<Request>> *reqs);
+  void Flush(bool may_wait);
   // Sends what waits in the inbox and receives what has arrived, on the
   // calling thread, without blocking; does nothing if someone else is doing
   // the stream's I/O. A caller polling an async request lends its thread so.

@@ -49,18 +49,29 @@ size_t WriteFence::Admit(std::vector<std::unique_ptr<Request>> *frames, size_t p
 }
 
 void WriteFence::Lifted() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (parked_.empty()) return;
-  auto fenced = FencedLocked();
-  if (fenced.size() > 1) return;
-  const size_t i = fenced.empty() ? parked_stream_ : fenced.front();
-  std::shared_ptr<InitiatorStream> to = i < streams_.size() ? streams_[i].lock() : nullptr;
-  std::vector<std::unique_ptr<Request>> go;
-  go.swap(parked_);
-  parking_.store(false, std::memory_order_release);
-  // Still under the lock: a Cancel (Drop, then the streams' Cancel) must
-  // find the frames here or in the stream, never in between.
-  if (to == nullptr || !to->Submit(&go, /*may_wait=*/true)) Fail(&go);
+  std::shared_ptr<InitiatorStream> to;
+  std::vector<std::unique_ptr<Request>> failed;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (parked_.empty()) return;
+    auto fenced = FencedLocked();
+    if (fenced.size() > 1) return;
+    const size_t i = fenced.empty() ? parked_stream_ : fenced.front();
+    to = i < streams_.size() ? streams_[i].lock() : nullptr;
+    std::vector<std::unique_ptr<Request>> go;
+    go.swap(parked_);
+    parking_.store(false, std::memory_order_release);
+    // Into the stream's inbox before the lock goes: a Cancel (Drop, then the
+    // streams' Cancel) finds them in one place or the other, never between.
+    if (to == nullptr || !to->Enqueue(&go)) {
+      failed.swap(go);
+      to = nullptr;
+    }
+  }
+  // Outside the lock: completing requests runs their callbacks, which may
+  // submit to (and so lock the fence of) this or another link.
+  Fail(&failed);
+  if (to != nullptr) to->Flush(/*may_wait=*/true);
 }
 
 void WriteFence::Drop(const Completion *done) {
@@ -74,6 +85,5 @@ void WriteFence::Drop(const Completion *done) {
   }
   Fail(&dropped);
 }
-
 
 }  // namespace hixl::tcp

@@ -42,9 +42,8 @@ class WriteFence {
   // Streams with cancelled WRITE frames unanswered; under mu_.
   std::vector<size_t> FencedLocked() const;
 
-  // Recursive: Lifted submits under it (so that Drop cannot miss frames on
-  // their way to a stream), and a stream may complete requests inline,
-  // which calls Lifted again on the same thread.
+  // No callback runs under it (requests are failed and flushed after it is
+  // released). Recursive only as a guard against a path that re-enters.
   mutable std::recursive_mutex mu_;
   std::vector<std::weak_ptr<InitiatorStream>> streams_;
   std::vector<std::unique_ptr<Request>> parked_;  // in order
