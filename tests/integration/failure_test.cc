@@ -22,6 +22,7 @@
 #include "integration/fixture.h"
 #include "integration/net_util.h"
 #include "transport/tcp/listener.h"
+#include "transport/tcp/target_stream.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -588,6 +589,162 @@ TEST_P(FailureTcpTest, SmallSegmentReadsDoNotMultiplyTheTargetsMemory) {
   FillPattern(local_->data(), 4096, 3);
   std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote_addr_, 4096}};
   EXPECT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
+}
+
+// Reads one reply frame (its body and payload dropped); false if none came
+// by `deadline`.
+bool ReadReply(int fd, hixl::wire::FrameHeader *r, std::chrono::steady_clock::time_point deadline) {
+  uint8_t hdr[hixl::wire::kHeaderSize];
+  if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+      hixl::wire::DecodeHeader(hdr, r) != hixl::wire::HeaderError::kOk) {
+    return false;
+  }
+  std::vector<uint8_t> sink(64u << 10);
+  for (uint64_t left = r->body_len + r->payload_len; left > 0;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, sink.size()));
+    if (!RecvExactly(fd, sink.data(), n, deadline)) return false;
+    left -= n;
+  }
+  return true;
+}
+
+TEST_P(FailureTcpTest, IdleStreamsGiveBackWhatABurstOfSmallSegmentsNeeded) {
+  // Each stream sends one burst of requests whose small segments the target
+  // copies through staging buffers (READs and a WRITE of 4096 x 1 KiB, a
+  // READ of 65536 x 16 B: some 20 MiB of buffers and lists), takes every
+  // reply, and then sits idle. The target must not keep those buffers per
+  // idle stream: a server holds hundreds of streams.
+  constexpr int kStreams = 8;
+  const long before = PeerRssMiB(peer_.pid());
+  ASSERT_GT(before, 0);
+  std::vector<hixl::wire::Segment> kib(4096), tiny(hixl::wire::kMaxSegmentsPerFrame);
+  for (size_t i = 0; i < kib.size(); ++i) kib[i] = {remote_addr_ + i * 2048, 1024};  // not adjacent: not merged
+  for (size_t i = 0; i < tiny.size(); ++i) tiny[i] = {remote_addr_ + i * 32, 16};
+  std::vector<uint8_t> reads, write;
+  for (uint64_t id = 1; id <= 4; ++id) {
+    auto f = ReadRequest(id, kib);
+    reads.insert(reads.end(), f.begin(), f.end());
+  }
+  auto f = ReadRequest(5, tiny);
+  reads.insert(reads.end(), f.begin(), f.end());
+  {
+    std::vector<uint8_t> body;
+    hixl::wire::EncodeSegments(kib.data(), kib.size(), &body);
+    hixl::wire::FrameHeader h;
+    h.type = hixl::wire::MsgType::kWriteReq;
+    h.req_id = 6;
+    h.payload_len = kib.size() * 1024;
+    write = Frame(h, body);
+    write.resize(write.size() + h.payload_len, 0x3c);
+  }
+  std::vector<int> fds;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < kStreams; ++i) {
+    int fd = RawHandshake(remote_, 900 + static_cast<uint64_t>(i));
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    // The READs are read (and their replies queued, each with its copy)
+    // before we take any reply.
+    ASSERT_TRUE(SendAll(fd, reads));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    hixl::wire::FrameHeader r;
+    int answered = 0;
+    for (; answered < 5 && ReadReply(fd, &r, deadline); ++answered) EXPECT_EQ(r.status, hixl::SUCCESS);
+    ASSERT_TRUE(SendAll(fd, write));
+    if (ReadReply(fd, &r, deadline)) {
+      EXPECT_EQ(r.status, hixl::SUCCESS);
+      ++answered;
+    }
+    ASSERT_EQ(answered, 6) << "stream " << i;
+  }
+  const long busy = PeerRssMiB(peer_.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // idle for more than kIdleTrim
+  const long idle = PeerRssMiB(peer_.pid());
+  for (int fd : fds) {
+    EXPECT_FALSE(EndedWithin(fd, 0)) << "an idle stream was closed";
+    close(fd);
+  }
+  EXPECT_LT(idle - before, 64) << "peer RSS: " << before << " MiB before, " << busy << " after the bursts, " << idle
+                               << " with the " << kStreams << " streams idle";
+}
+
+TEST(RevokeStall, FramesThatMoveNothingDoNotHoldDeregisterMem) {
+  // A peer READs a whole region and never takes the reply, which keeps the
+  // region pinned, while it sends a NO_DIRECT (no reply) every 200 ms. Those
+  // are no progress: DeregisterMem must close its stream after the stall
+  // limit (500 ms) rather than wait for as long as the peer goes on.
+  hixl::Hixl target;
+  std::string me;
+  ASSERT_TRUE(ServeOnFreePort(target, &me));
+  LocalBuffer region(64u << 20);
+  hixl::MemHandle h = RegisterWith(target, region);
+  int fd = RawHandshake(me, 31);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, ReadRequest(1, {{region.addr(), region.size()}})));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::atomic<bool> done{false};
+  hixl::Status s = hixl::FAILED;
+  double took = -1;
+  std::thread dereg([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    s = target.DeregisterMem(h);
+    took = SecondsSince(t0);
+    done = true;
+  });
+  hixl::wire::FrameHeader nd;
+  nd.type = hixl::wire::MsgType::kNoDirect;
+  const auto no_direct = Frame(nd, {});
+  for (int i = 0; i < 20 && !done; ++i) {  // at most 4 s
+    if (!SendAll(fd, no_direct)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  close(fd);  // (ends the wait if the target did not)
+  dereg.join();
+  target.Finalize();
+  EXPECT_EQ(s, hixl::SUCCESS);
+  EXPECT_LT(took, 1.5) << "DeregisterMem waited while the peer sent frames that moved nothing";
+}
+
+TEST(RevokeStall, AReaderTakingBytesSlowlyHoldsDeregisterMemAtMostTheLimit) {
+  // A peer takes its 64 MiB READ reply at about 1.6 MB/s (40 s in all): it
+  // progresses, so it is not cut after 500 ms, but it holds the region at
+  // most kRevokeLimit once DeregisterMem started.
+  hixl::Hixl target;
+  std::string me;
+  ASSERT_TRUE(ServeOnFreePort(target, &me));
+  LocalBuffer region(64u << 20);
+  hixl::MemHandle h = RegisterWith(target, region);
+  int fd = RawHandshake(me, 32);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, ReadRequest(1, {{region.addr(), region.size()}})));
+  std::atomic<bool> done{false};
+  hixl::Status s = hixl::FAILED;
+  double took = -1;
+  std::thread dereg([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto t0 = std::chrono::steady_clock::now();
+    s = target.DeregisterMem(h);
+    took = SecondsSince(t0);
+    done = true;
+  });
+  std::vector<uint8_t> chunk(16u << 10);
+  timeval tv{0, 200 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  bool ended = false;
+  auto t0 = std::chrono::steady_clock::now();
+  while (!done && SecondsSince(t0) < 20) {
+    ssize_t n = recv(fd, chunk.data(), chunk.size(), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) ended = true;
+    if (ended) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  close(fd);
+  dereg.join();
+  target.Finalize();
+  EXPECT_EQ(s, hixl::SUCCESS);
+  const double limit = static_cast<double>(hixl::tcp::TargetStream::kRevokeLimit.count());
+  EXPECT_GT(took, limit - 1.0) << "a peer that was taking its reply was cut as if stalled";
+  EXPECT_LT(took, limit + 2.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);

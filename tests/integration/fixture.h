@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -41,6 +42,16 @@ class LocalBuffer {
 
 inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Initializes `target` as a server on a free 127.0.0.1 port; its name in *me.
+inline bool ServeOnFreePort(hixl::Hixl &target, std::string *me) {
+  for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me->empty(); ++i, ++p) {
+    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
+      *me = "127.0.0.1:" + std::to_string(p);
+    }
+  }
+  return !me->empty();
 }
 
 // How the test's initiator reaches the peer: over 127.0.0.1 or ::1, with

@@ -428,16 +428,6 @@ INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
 namespace hixl_test {
 namespace {
 
-// Initializes `target` as a server on a free loopback port; its name in *me.
-bool ServeOnFreePort(hixl::Hixl &target, std::string *me) {
-  for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me->empty(); ++i, ++p) {
-    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
-      *me = "127.0.0.1:" + std::to_string(p);
-    }
-  }
-  return !me->empty();
-}
-
 // This process serves (on a free port); the peer process copies into `region`
 // over shm. The peer gets `peer_config`.
 struct FrozenWriterSetup {

@@ -55,6 +55,10 @@ class FrameReader {
 
   std::vector<uint8_t> &body() { return body_; }
   std::vector<uint8_t> TakeBody();  // leaves body() empty
+  // Between frames: frees the room a large body once needed.
+  void TrimBody() {
+    if (state_ == State::kHeader) std::vector<uint8_t>().swap(body_);
+  }
   // True when the next part to read is a header.
   bool at_header() const { return state_ == State::kHeader; }
   // True when part of a frame has been read (for "closed mid-frame").

@@ -95,6 +95,13 @@ class BufferCache {
     std::lock_guard<std::mutex> lock(mu_);
     return kept_bytes_;
   }
+  // Frees what is kept (outside the lock).
+  void Clear() {
+    std::vector<ByteBuffer> drop;
+    std::lock_guard<std::mutex> lock(mu_);
+    drop.swap(free_);
+    kept_bytes_ = 0;
+  }
 
   static constexpr size_t kMaxCount = 32;
   static constexpr size_t kMaxKept = 8u << 20;

@@ -1,6 +1,8 @@
 #include "transport/tcp/target_stream.h"
 
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -91,11 +93,43 @@ void TargetStream::OnTick(std::chrono::steady_clock::time_point now) {
     HangUp("no heartbeat from the initiator for 3 intervals of " + std::to_string(heartbeat_ms_) + " ms", true);
     return;
   }
+  TrimIfIdle(now);
   bool holds_revoked = payload_pins_.AnyRevoked();
   for (const auto &r : tx_) holds_revoked = holds_revoked || r->pins.AnyRevoked();
-  if (holds_revoked && now - last_progress_ > kRevokeStall) {
-    HangUp("stalled while holding a region that is being deregistered", true);
+  if (!holds_revoked) {
+    revoked_since_.reset();
+    return;
   }
+  if (!revoked_since_) revoked_since_ = now;
+  // Our sends come only when the kernel has room for a good part of its
+  // buffers: a peer that reads slowly takes bytes for a second or more
+  // before one. The bytes still queued in the kernel tell sooner.
+  int queued = 0;
+  if (ioctl(fd_, SIOCOUTQ, &queued) == 0 && queued != kernel_queued_) {
+    kernel_queued_ = queued;
+    last_progress_ = now;
+  }
+  // A WRITE into such a region: whatever arrives is its payload.
+  if (payload_pins_.AnyRevoked()) last_progress_ = std::max(last_progress_, last_rx_);
+  if (now - last_progress_ > kRevokeStall) {
+    HangUp("stalled for " + std::to_string(kRevokeStall.count()) +
+               " ms while holding a region that is being deregistered",
+           true);
+  } else if (now - *revoked_since_ > kRevokeLimit) {
+    HangUp("still holding a region that is being deregistered after " + std::to_string(kRevokeLimit.count()) +
+               " s (moving too slowly)",
+           true);
+  }
+}
+
+void TargetStream::TrimIfIdle(std::chrono::steady_clock::time_point now) {
+  if (!tx_.empty() || !reader_.at_header() || now - std::max(last_rx_, last_tx_) < kIdleTrim) return;
+  buffers_.Clear();
+  stage_ = ByteBuffer();
+  std::vector<iovec>().swap(stage_iov_);
+  std::vector<iovec>().swap(payload_iov_);
+  std::vector<wire::Segment>().swap(segs_);
+  reader_.TrimBody();
 }
 
 void TargetStream::DropIfNoHello(const std::string &why) {
@@ -170,15 +204,14 @@ void TargetStream::Send() {
   if (tx_.empty()) return;
   const size_t left_before = tx_.front()->cursor.left();  // the front is never done here
   IoResult r = SendCursors(fd_, tx_.size(), [this](size_t i) { return &tx_[i]->cursor; });
-  if (tx_.front()->cursor.left() != left_before) last_tx_ = now_;
-  bool progressed = false;
+  // The peer taking our bytes is progress towards the replies that pin
+  // regions (they go out in order), however slowly (but see kRevokeLimit).
+  if (tx_.front()->cursor.left() != left_before) last_tx_ = last_progress_ = now_;
   while (!tx_.empty() && tx_.front()->cursor.done()) {
     tx_bytes_ -= tx_.front()->bytes;
     buffers_.Give(std::move(tx_.front()->owned));
     tx_.pop_front();  // releases the pins of a READ reply
-    progressed = true;
   }
-  if (progressed) last_progress_ = now_;
   if (r == IoResult::kError) {
     CloseStream(std::string("send failed: ") + std::strerror(errno), true);
     return;
@@ -270,7 +303,6 @@ void TargetStream::ReadRequests() {
       CloseStream(std::string("receive failed: ") + std::strerror(errno), true);
       return;
     }
-    last_progress_ = now_;
     switch (done) {
       case FrameReader::Part::kHeader:
         if (!OnHeader()) return;
@@ -279,6 +311,11 @@ void TargetStream::ReadRequests() {
         if (!OnRequest()) return;
         break;
       case FrameReader::Part::kPayload:
+        // Only the end of a WRITE's payload lets go of regions on the
+        // receiving side: other frames (a PING, a NO_DIRECT) are no
+        // progress for the stall check, or a peer could send them to hold
+        // a region pinned for ever.
+        last_progress_ = now_;
         if (write_staged_) ScatterFrom(stage_.data(), payload_iov_);
         payload_pins_.Release();
         QueueReply(wire::MsgType::kWriteAck, SUCCESS);

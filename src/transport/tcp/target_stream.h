@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,16 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   static constexpr std::chrono::seconds kHandshakeTimeout{10};
   // A stream that holds a region being deregistered and makes no progress
   // for this long is closed, so that DeregisterMem does not wait forever.
+  // Progress: the peer takes bytes of our replies (from us or from the
+  // kernel's buffers), or a WRITE's payload ends; other frames do not count.
   static constexpr std::chrono::milliseconds kRevokeStall{500};
+  // However it progresses, a stream holds such a region at most this long:
+  // a peer taking a byte now and then must not hold DeregisterMem either.
+  static constexpr std::chrono::seconds kRevokeLimit{10};
+  // A stream quiet for this long frees the buffers its requests needed (a
+  // server may keep hundreds of idle streams; a peer could otherwise make
+  // each of them sit on some 20 MiB with one burst of small segments).
+  static constexpr std::chrono::seconds kIdleTrim{1};
 
  private:
   struct Reply {
@@ -93,6 +103,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // then do its pending revocations count as confirmed (see Revocation).
   void HangUp(const std::string &why, bool error);
   void Drain();  // while draining_: reads and drops until the peer's end closes
+  void TrimIfIdle(std::chrono::steady_clock::time_point now);  // see kIdleTrim
 
   int fd_;
   IoWorker *worker_;
@@ -110,7 +121,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   bool close_after_flush_ = false;
   uint32_t interest_ = 0;
   std::chrono::steady_clock::time_point created_;
-  std::chrono::steady_clock::time_point last_progress_;
+  std::chrono::steady_clock::time_point last_progress_;  // see kRevokeStall
+  std::optional<std::chrono::steady_clock::time_point> revoked_since_;  // first tick holding a revoked region
+  int kernel_queued_ = -1;  // SIOCOUTQ at the last tick that held a revoked region
   std::chrono::steady_clock::time_point last_rx_;
   std::chrono::steady_clock::time_point last_tx_;  // when sending last made progress
   // When the worker woke for this stream: one clock read per wake-up, not
