@@ -160,8 +160,9 @@ TEST_P(FailureTest, FinalizeWithTransfersInFlightReturnsPromptly) {
   ExpectLocalBufferQuiet();
 }
 
-// Opens a raw TCP connection to `name` ("ip:port" or "[ip]:port").
-int RawConnect(const std::string &name) {
+// Opens a raw TCP connection to `name` ("ip:port" or "[ip]:port"), from
+// the IPv4 address `source` if given.
+int RawConnect(const std::string &name, const char *source = nullptr) {
   bool v6 = name[0] == '[';
   size_t colon = name.rfind(':');
   std::string ip = v6 ? name.substr(1, colon - 2) : name.substr(0, colon);
@@ -181,6 +182,15 @@ int RawConnect(const std::string &name) {
     a->sin_port = htons(static_cast<uint16_t>(port));
     inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
     len = sizeof(*a);
+  }
+  if (source != nullptr && !v6) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)) != 0) {
+      close(fd);
+      return -1;
+    }
   }
   if (connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
     close(fd);
@@ -359,8 +369,9 @@ bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_poin
 // `host`: who we claim to be (default: nobody in particular); `ack_out`:
 // the target's answer.
 int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0,
-                 const hixl::wire::HostIdentity *host = nullptr, hixl::wire::HelloAck *ack_out = nullptr) {
-  int fd = RawConnect(target);
+                 const hixl::wire::HostIdentity *host = nullptr, hixl::wire::HelloAck *ack_out = nullptr,
+                 const char *source = nullptr) {
+  int fd = RawConnect(target, source);
   if (fd < 0) return -1;
   hixl::wire::Hello hello;
   hello.initiator = "raw";
@@ -445,22 +456,7 @@ TEST_P(FailureTcpTest, AFloodFromOneAddressDropsItsOwnConnections) {
   // most waiting: one silent connection from 127.0.0.3, older than all of a
   // flood from 127.0.0.2, survives it.
   if (GetParam().v6) GTEST_SKIP() << "uses several IPv4 loopback addresses";
-  auto connect_from = [this](const char *source) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    inet_pton(AF_INET, source, &from.sin_addr);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<uint16_t>(PortOf(remote_)));
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    if (bind(fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)) != 0 ||
-        connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof(to)) != 0) {
-      close(fd);
-      return -1;
-    }
-    return fd;
-  };
+  auto connect_from = [this](const char *source) { return RawConnect(remote_, source); };
   const int lone = connect_from("127.0.0.3");
   ASSERT_GE(lone, 0);
   std::vector<int> flood;
@@ -666,6 +662,39 @@ TEST_P(FailureTcpTest, IdleStreamsGiveBackWhatABurstOfSmallSegmentsNeeded) {
   }
   EXPECT_LT(idle - before, 64) << "peer RSS: " << before << " MiB before, " << busy << " after the bursts, " << idle
                                << " with the " << kStreams << " streams idle";
+}
+
+TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
+  // The target may open 256 fds. A peer from 127.0.0.2 completes handshakes
+  // until it holds more streams than that and leaves them idle; an engine
+  // on 127.0.0.1 must still connect and move bytes: out of fds, the target
+  // closes idle streams of the address holding the most.
+  if (GetParam().v6) GTEST_SKIP() << "uses a second IPv4 loopback address";
+  peer_.Stop();
+  peer_.env = {"HIXL_TEST_PEER_NOFILE=256"};
+  ASSERT_TRUE(peer_.Start(false));
+  remote_ = peer_.name();
+  size_t id = 0;
+  const uintptr_t remote = peer_.AllocRegistered(1u << 20, &id);
+  ASSERT_NE(remote, 0u);
+  std::vector<int> flood;
+  for (int i = 0; i < 300; ++i) {
+    int fd = RawHandshake(remote_, 5000 + static_cast<uint64_t>(i), 0, nullptr, nullptr, "127.0.0.2");
+    if (fd < 0) break;
+    flood.push_back(fd);
+  }
+  EXPECT_EQ(flood.size(), 300u) << "handshakes beyond the fd limit should make room, not fail";
+  size_t closed = 0;
+  for (int fd : flood) closed += EndedWithin(fd, 0);
+  EXPECT_GT(closed, 0u) << "300 streams cannot all be open in 256 fds";
+  EXPECT_EQ(EndedWithin(flood.back(), 0), false) << "the newest stream was closed";
+  // A well-behaved engine gets in (new link, to the restarted peer) and moves bytes.
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  FillPattern(local_->data(), 4096, 9);
+  std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote, 4096}};
+  EXPECT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(id, 0, 4096), Hash(local_->data(), 4096));
+  for (int fd : flood) close(fd);
 }
 
 TEST(RevokeStall, FramesThatMoveNothingDoNotHoldDeregisterMem) {

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -128,9 +129,14 @@ int main(int argc, char **argv) {
   Reply("READY " + name);
 
   // Many engines (and their sockets) in one process: lift the fd limit.
+  // HIXL_TEST_PEER_NOFILE: set it to that instead (tests of running out).
   rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    if (const char *nofile = std::getenv("HIXL_TEST_PEER_NOFILE")) {
+      lim.rlim_cur = std::min<rlim_t>(std::strtoul(nofile, nullptr, 10), lim.rlim_max);
+    } else {
+      lim.rlim_cur = lim.rlim_max;
+    }
     setrlimit(RLIMIT_NOFILE, &lim);
   }
   std::vector<Buffer> buffers;

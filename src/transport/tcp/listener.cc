@@ -31,12 +31,18 @@ void Listener::OnEvents(uint32_t) {
       // Out of fds (EMFILE, ENFILE) or memory: the pending connection stays
       // there, so the socket stays readable and the next accept fails the
       // same way. Pause rather than spin (and flood the log).
-      HIXL_LOGE("accept failed: %s; not accepting for %lld ms", std::strerror(errno),
-                static_cast<long long>(kBackoff.count()));
-      home_->Modify(this, 0);
-      home_->PostAt(std::chrono::steady_clock::now() + kBackoff, [w = weak_from_this()] {
-        if (auto l = w.lock()) l->Resume();
-      });
+      const int err = errno;
+      std::string source;
+      const size_t evicted = err == EMFILE || err == ENFILE ? EvictIdle(kEvictBatch, &source) : 0;
+      if (evicted > 0) {
+        HIXL_LOGW("accept failed: %s; closing %zu idle stream(s) of %s, the address holding the most, to make room",
+                  std::strerror(err), evicted, source.c_str());
+        PauseFor(kEvictPause);
+      } else {
+        HIXL_LOGE("accept failed: %s; not accepting for %lld ms", std::strerror(err),
+                  static_cast<long long>(kBackoff.count()));
+        PauseFor(kBackoff);
+      }
       return;
     }
     TuneSocket(fd);
@@ -44,7 +50,13 @@ void Listener::OnEvents(uint32_t) {
     HIXL_LOGD("accepted a stream from %s", peer.c_str());
     IoWorker *w = PickWorker(*workers_);
     auto stream = std::make_shared<TargetStream>(fd, w, ctx_, peer);
-    pending_.push_back({stream, peer.substr(0, peer.rfind(':'))});
+    std::string source = peer.substr(0, peer.rfind(':'));
+    pending_.push_back({stream, source});
+    accepted_.push_back({stream, std::move(source)});
+    if (accepted_.size() >= prune_at_) {
+      std::erase_if(accepted_, [](const Accepted &a) { return a.stream.expired(); });
+      prune_at_ = std::max<size_t>(64, 2 * accepted_.size());
+    }
     w->Add(std::move(stream), EPOLLIN);
     LimitPending();
   }
@@ -75,6 +87,41 @@ void Listener::LimitPending() {
     }
     pending_.erase(victim);
   }
+}
+
+size_t Listener::EvictIdle(size_t want, std::string *source) {
+  std::erase_if(accepted_, [](const Accepted &a) { return a.stream.expired(); });
+  std::map<std::string, size_t> per_source;
+  for (const auto &a : accepted_) ++per_source[a.source];
+  std::vector<std::pair<size_t, std::string>> order;  // most streams first
+  for (const auto &[src, n] : per_source) order.emplace_back(n, src);
+  std::sort(order.begin(), order.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  size_t posted = 0;
+  for (const auto &[n, src] : order) {
+    for (auto &a : accepted_) {
+      if (posted == want) break;
+      if (a.source != src) continue;
+      auto s = a.stream.lock();
+      if (s == nullptr || !s->evictable()) continue;
+      // On the stream's own thread, which checks again: it may have got busy.
+      s->worker()->Post([s, src = src] {
+        s->EvictIfIdle("out of fds: closing idle streams of " + src + ", the address holding the most");
+      });
+      ++posted;
+    }
+    if (posted > 0) {
+      *source = src;
+      break;
+    }
+  }
+  return posted;
+}
+
+void Listener::PauseFor(std::chrono::milliseconds pause) {
+  home_->Modify(this, 0);
+  home_->PostAt(std::chrono::steady_clock::now() + pause, [w = weak_from_this()] {
+    if (auto l = w.lock()) l->Resume();
+  });
 }
 
 void Listener::Resume() {

@@ -23,6 +23,14 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   // per connection for TargetStream::kHandshakeTimeout.
   static constexpr size_t kMaxPendingHandshakes = 512;
 
+  // Out of fds (accept fails with EMFILE or ENFILE), this many idle
+  // streams of the address holding the most streams are closed at a time
+  // to make room, and accepting resumes after kEvictPause: a peer that opens
+  // streams until the process has no fd left would otherwise lock every
+  // other peer out for as long as it keeps them.
+  static constexpr size_t kEvictBatch = 8;
+  static constexpr std::chrono::milliseconds kEvictPause{10};
+
   // `home`: the worker the listener itself is added to.
   Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx);
   ~Listener() override;
@@ -35,6 +43,11 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   // socket stays readable: stop watching it for this long, not spin.
   static constexpr std::chrono::milliseconds kBackoff{100};
   void Resume();
+  void PauseFor(std::chrono::milliseconds pause);
+  // Posts EvictIfIdle to up to `want` evictable streams, those of the
+  // address with the most streams first, oldest first; returns how many,
+  // and that address in *source.
+  size_t EvictIdle(size_t want, std::string *source);
   // Forgets streams that are through their handshake (or gone) and drops
   // the oldest silent one while there are too many.
   void LimitPending();
@@ -48,6 +61,14 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
     std::string source;  // the peer's address, without the port
   };
   std::deque<Pending> pending_;  // oldest first; home_ thread only
+  struct Accepted {
+    std::weak_ptr<TargetStream> stream;
+    std::string source;
+  };
+  // Every stream, oldest first; home_ thread only. Pruned of closed ones when
+  // it has doubled (a weak_ptr keeps a closed stream's memory).
+  std::deque<Accepted> accepted_;
+  size_t prune_at_ = 64;
 };
 
 }  // namespace hixl::tcp

@@ -176,6 +176,7 @@ void TargetStream::Drain() {
 void TargetStream::CloseStream(const std::string &why, bool error) {
   if (fd_ < 0) return;
   awaiting_hello_.store(false, std::memory_order_relaxed);
+  evictable_.store(false, std::memory_order_relaxed);
   if (error) {
     HIXL_LOGE("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
   } else {
@@ -193,7 +194,17 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   if (control_) ctx_->OnControlStreamClosed(this);
 }
 
+bool TargetStream::Idle() const {
+  return fd_ >= 0 && hello_done_ && !draining_ && !close_after_flush_ && !direct_ && tx_.empty() &&
+         !reader_.mid_frame() && revokes_.empty() && payload_pins_.empty();
+}
+
+void TargetStream::EvictIfIdle(const std::string &why) {
+  if (Idle()) CloseStream(why, /*error=*/false);  // info: the listener logs the eviction once
+}
+
 void TargetStream::UpdateInterest() {
+  evictable_.store(Idle(), std::memory_order_relaxed);
   uint32_t want = 0;
   if (!close_after_flush_ && !Backlogged()) want |= EPOLLIN;
   if (!tx_.empty()) want |= EPOLLOUT;

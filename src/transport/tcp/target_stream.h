@@ -51,6 +51,14 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // Worker thread only: closes the stream if it has not completed its
   // handshake (the listener makes room for newer connections).
   void DropIfNoHello(const std::string &why);
+  // Any thread: through its handshake and idle between requests (nothing
+  // to send, no frame half read, no revocation pending, a peer that does
+  // not copy into our memory itself): closing it loses nothing but the
+  // link, which the peer opens again when it needs it.
+  bool evictable() const { return evictable_.load(std::memory_order_relaxed); }
+  // Worker thread only: closes the stream if it is (still) evictable (the
+  // listener makes room when the process is out of fds).
+  void EvictIfIdle(const std::string &why);
 
   // A stream that has not completed its handshake by then is dropped.
   static constexpr std::chrono::seconds kHandshakeTimeout{10};
@@ -94,7 +102,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
                   std::vector<iovec> payload, PinSet pins, ByteBuffer owned = {});
   void Send();
   void Settle();  // after sending: resume held requests, set epoll interest
-  void UpdateInterest();
+  void UpdateInterest();  // also publishes evictable()
+  bool Idle() const;
   void CloseStream(const std::string &why, bool error);
   // Our decision to end the stream. A peer that copies into our memory
   // itself (shm) is not stopped by our closing the socket, so with one we
@@ -114,6 +123,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
   std::atomic<bool> awaiting_hello_{true};  // !hello_done_ && open, for the listener
+  std::atomic<bool> evictable_{false};      // see evictable(); set by UpdateInterest
   bool control_ = false;                 // stream 0 of its link, known to the engine
   bool direct_ = false;                  // its peer copies into our memory itself (shm)
   bool draining_ = false;                // hung up on: waiting for the peer's end to close
