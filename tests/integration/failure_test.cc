@@ -697,83 +697,86 @@ TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
   for (int fd : flood) close(fd);
 }
 
-TEST(RevokeStall, FramesThatMoveNothingDoNotHoldDeregisterMem) {
-  // A peer READs a whole region and never takes the reply, which keeps the
-  // region pinned, while it sends a NO_DIRECT (no reply) every 200 ms. Those
-  // are no progress: DeregisterMem must close its stream after the stall
-  // limit (500 ms) rather than wait for as long as the peer goes on.
+// This process serves a 64 MiB region; a raw peer READs all of it (one
+// segment, so the reply pins the region until the peer has taken it).
+struct PinnedReadTarget {
   hixl::Hixl target;
   std::string me;
-  ASSERT_TRUE(ServeOnFreePort(target, &me));
-  LocalBuffer region(64u << 20);
-  hixl::MemHandle h = RegisterWith(target, region);
-  int fd = RawHandshake(me, 31);
-  ASSERT_GE(fd, 0);
-  ASSERT_TRUE(SendAll(fd, ReadRequest(1, {{region.addr(), region.size()}})));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  LocalBuffer region{64u << 20};
+  hixl::MemHandle handle = nullptr;
+  int fd = -1;
   std::atomic<bool> done{false};
-  hixl::Status s = hixl::FAILED;
-  double took = -1;
-  std::thread dereg([&] {
-    auto t0 = std::chrono::steady_clock::now();
-    s = target.DeregisterMem(h);
-    took = SecondsSince(t0);
-    done = true;
-  });
+  hixl::Status status = hixl::FAILED;
+  double took = -1;  // seconds DeregisterMem took
+  std::thread dereg;
+
+  bool Start(uint64_t nonce) {
+    if (!ServeOnFreePort(target, &me)) return false;
+    handle = RegisterWith(target, region);
+    fd = RawHandshake(me, nonce);
+    return fd >= 0 && SendAll(fd, ReadRequest(1, {{region.addr(), region.size()}}));
+  }
+  // DeregisterMem of the region on another thread, `delay_ms` from now.
+  void DeregisterAfter(int delay_ms) {
+    dereg = std::thread([this, delay_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      auto t0 = std::chrono::steady_clock::now();
+      status = target.DeregisterMem(handle);
+      took = SecondsSince(t0);
+      done = true;
+    });
+  }
+  ~PinnedReadTarget() {
+    if (fd >= 0) close(fd);  // (ends the wait if the target did not)
+    if (dereg.joinable()) dereg.join();
+    target.Finalize();
+  }
+};
+
+TEST(RevokeStall, FramesThatMoveNothingDoNotHoldDeregisterMem) {
+  // The peer never takes its READ reply and sends a NO_DIRECT (no reply)
+  // every 200 ms. Those are no progress: DeregisterMem must close its stream
+  // after the stall limit (500 ms) rather than wait as long as the peer goes on.
+  PinnedReadTarget t;
+  ASSERT_TRUE(t.Start(31));
+  t.DeregisterAfter(300);
   hixl::wire::FrameHeader nd;
   nd.type = hixl::wire::MsgType::kNoDirect;
   const auto no_direct = Frame(nd, {});
-  for (int i = 0; i < 20 && !done; ++i) {  // at most 4 s
-    if (!SendAll(fd, no_direct)) break;
+  for (int i = 0; i < 22 && !t.done; ++i) {  // at most 4.4 s
+    if (!SendAll(t.fd, no_direct)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  close(fd);  // (ends the wait if the target did not)
-  dereg.join();
-  target.Finalize();
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_LT(took, 1.5) << "DeregisterMem waited while the peer sent frames that moved nothing";
+  close(t.fd);
+  t.fd = -1;
+  t.dereg.join();
+  EXPECT_EQ(t.status, hixl::SUCCESS);
+  EXPECT_LT(t.took, 1.5) << "DeregisterMem waited while the peer sent frames that moved nothing";
 }
 
 TEST(RevokeStall, AReaderTakingBytesSlowlyHoldsDeregisterMemAtMostTheLimit) {
-  // A peer takes its 64 MiB READ reply at about 1.6 MB/s (40 s in all): it
+  // The peer takes its 64 MiB READ reply at about 1.6 MB/s (40 s in all): it
   // progresses, so it is not cut after 500 ms, but it holds the region at
   // most kRevokeLimit once DeregisterMem started.
-  hixl::Hixl target;
-  std::string me;
-  ASSERT_TRUE(ServeOnFreePort(target, &me));
-  LocalBuffer region(64u << 20);
-  hixl::MemHandle h = RegisterWith(target, region);
-  int fd = RawHandshake(me, 32);
-  ASSERT_GE(fd, 0);
-  ASSERT_TRUE(SendAll(fd, ReadRequest(1, {{region.addr(), region.size()}})));
-  std::atomic<bool> done{false};
-  hixl::Status s = hixl::FAILED;
-  double took = -1;
-  std::thread dereg([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    auto t0 = std::chrono::steady_clock::now();
-    s = target.DeregisterMem(h);
-    took = SecondsSince(t0);
-    done = true;
-  });
+  PinnedReadTarget t;
+  ASSERT_TRUE(t.Start(32));
+  t.DeregisterAfter(300);
   std::vector<uint8_t> chunk(16u << 10);
   timeval tv{0, 200 * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  bool ended = false;
+  setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   auto t0 = std::chrono::steady_clock::now();
-  while (!done && SecondsSince(t0) < 20) {
-    ssize_t n = recv(fd, chunk.data(), chunk.size(), 0);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) ended = true;
-    if (ended) break;
+  while (!t.done && SecondsSince(t0) < 20) {
+    ssize_t n = recv(t.fd, chunk.data(), chunk.size(), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) break;  // closed by the target
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  close(fd);
-  dereg.join();
-  target.Finalize();
-  EXPECT_EQ(s, hixl::SUCCESS);
+  close(t.fd);
+  t.fd = -1;
+  t.dereg.join();
+  EXPECT_EQ(t.status, hixl::SUCCESS);
   const double limit = static_cast<double>(hixl::tcp::TargetStream::kRevokeLimit.count());
-  EXPECT_GT(took, limit - 1.0) << "a peer that was taking its reply was cut as if stalled";
-  EXPECT_LT(took, limit + 2.0);
+  EXPECT_GT(t.took, limit - 1.0) << "a peer that was taking its reply was cut as if stalled";
+  EXPECT_LT(t.took, limit + 2.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);
