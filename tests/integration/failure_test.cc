@@ -666,9 +666,11 @@ TEST_P(FailureTcpTest, IdleStreamsGiveBackWhatABurstOfSmallSegmentsNeeded) {
 
 TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
   // The target may open 256 fds. A peer from 127.0.0.2 completes handshakes
-  // until it holds more streams than that and leaves them idle; an engine
-  // on 127.0.0.1 must still connect and move bytes: out of fds, the target
-  // closes idle streams of the address holding the most.
+  // until it holds more streams than that, each left with half a frame
+  // header. Out of fds, the target closes quiet streams of the address
+  // holding the most: the flood goes on, an engine on 127.0.0.1 connects and
+  // moves bytes, an idle link of another address is left alone, and a
+  // stream of the flooding address that is in use is never closed.
   if (GetParam().v6) GTEST_SKIP() << "uses a second IPv4 loopback address";
   peer_.Stop();
   peer_.env = {"HIXL_TEST_PEER_NOFILE=256"};
@@ -677,23 +679,53 @@ TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
   size_t id = 0;
   const uintptr_t remote = peer_.AllocRegistered(1u << 20, &id);
   ASSERT_NE(remote, 0u);
+  ASSERT_EQ(Connect(), hixl::SUCCESS);  // an idle link from 127.0.0.1, made before the flood
+  std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote, 4096}};
+  ASSERT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
+
+  // In use throughout: one small READ every 20 ms from the flooding address.
+  const int busy = RawHandshake(remote_, 4999, 0, nullptr, nullptr, "127.0.0.2");
+  ASSERT_GE(busy, 0);
+  std::atomic<bool> stop{false};
+  int answered = 0, failed = 0;
+  std::thread pinger([&] {
+    for (uint64_t i = 1; i <= 1000 && !stop; ++i) {
+      hixl::wire::FrameHeader r;
+      if (!SendAll(busy, ReadRequest(i, {{remote, 8}})) ||
+          !ReadReply(busy, &r, std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+        ++failed;
+        return;
+      }
+      ++answered;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   std::vector<int> flood;
+  const uint8_t half_header = 0x48;
   for (int i = 0; i < 300; ++i) {
     int fd = RawHandshake(remote_, 5000 + static_cast<uint64_t>(i), 0, nullptr, nullptr, "127.0.0.2");
     if (fd < 0) break;
     flood.push_back(fd);
+    send(fd, &half_header, 1, MSG_NOSIGNAL);
   }
+  stop = true;
+  pinger.join();
   EXPECT_EQ(flood.size(), 300u) << "handshakes beyond the fd limit should make room, not fail";
   size_t closed = 0;
   for (int fd : flood) closed += EndedWithin(fd, 0);
   EXPECT_GT(closed, 0u) << "300 streams cannot all be open in 256 fds";
-  EXPECT_EQ(EndedWithin(flood.back(), 0), false) << "the newest stream was closed";
-  // A well-behaved engine gets in (new link, to the restarted peer) and moves bytes.
-  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  EXPECT_FALSE(EndedWithin(flood.back(), 0)) << "the newest stream was closed";
+  EXPECT_EQ(failed, 0) << "a stream in use was closed (after " << answered << " replies)";
+  EXPECT_GT(answered, 10);
+  // The idle link of 127.0.0.1 was left alone, and a new engine gets in.
   FillPattern(local_->data(), 4096, 9);
-  std::vector<hixl::TransferOpDesc> w{{local_->addr(), remote, 4096}};
   EXPECT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
   EXPECT_EQ(peer_.HashOf(id, 0, 4096), Hash(local_->data(), 4096));
+  hixl::Hixl fresh;
+  ASSERT_EQ(fresh.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+  EXPECT_EQ(fresh.Connect(remote_.c_str(), 3000), hixl::SUCCESS);
+  fresh.Finalize();
+  close(busy);
   for (int fd : flood) close(fd);
 }
 

@@ -33,9 +33,9 @@ void Listener::OnEvents(uint32_t) {
       // same way. Pause rather than spin (and flood the log).
       const int err = errno;
       std::string source;
-      const size_t evicted = err == EMFILE || err == ENFILE ? EvictIdle(kEvictBatch, &source) : 0;
+      const size_t evicted = err == EMFILE || err == ENFILE ? EvictQuiet(kEvictBatch, &source) : 0;
       if (evicted > 0) {
-        HIXL_LOGW("accept failed: %s; closing %zu idle stream(s) of %s, the address holding the most, to make room",
+        HIXL_LOGW("accept failed: %s; closing %zu quiet stream(s) of %s, the address holding the most, to make room",
                   std::strerror(err), evicted, source.c_str());
         PauseFor(kEvictPause);
       } else {
@@ -89,31 +89,36 @@ void Listener::LimitPending() {
   }
 }
 
-size_t Listener::EvictIdle(size_t want, std::string *source) {
+size_t Listener::EvictQuiet(size_t want, std::string *source) {
   std::erase_if(accepted_, [](const Accepted &a) { return a.stream.expired(); });
+  // Only the address holding the most streams gives any up: the peer that
+  // used up the fds pays for them, not the others (if its streams are all in
+  // use, nobody's are closed).
   std::map<std::string, size_t> per_source;
-  for (const auto &a : accepted_) ++per_source[a.source];
-  std::vector<std::pair<size_t, std::string>> order;  // most streams first
-  for (const auto &[src, n] : per_source) order.emplace_back(n, src);
-  std::sort(order.begin(), order.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
-  size_t posted = 0;
-  for (const auto &[n, src] : order) {
-    for (auto &a : accepted_) {
-      if (posted == want) break;
-      if (a.source != src) continue;
-      auto s = a.stream.lock();
-      if (s == nullptr || !s->evictable()) continue;
-      // On the stream's own thread, which checks again: it may have got busy.
-      s->worker()->Post([s, src = src] {
-        s->EvictIfIdle("out of fds: closing idle streams of " + src + ", the address holding the most");
-      });
-      ++posted;
-    }
-    if (posted > 0) {
-      *source = src;
-      break;
-    }
+  const std::string *busiest = nullptr;
+  for (const auto &a : accepted_) {
+    size_t n = ++per_source[a.source];
+    if (busiest == nullptr || n > per_source[*busiest]) busiest = &a.source;
   }
+  if (busiest == nullptr) return 0;
+  const std::string src = *busiest;
+  const int64_t quiet_before =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count() -
+      std::chrono::duration_cast<std::chrono::milliseconds>(TargetStream::kEvictQuiet).count();
+  size_t posted = 0;
+  for (const auto &a : accepted_) {
+    if (posted == want) break;
+    if (a.source != src) continue;
+    auto s = a.stream.lock();
+    if (s == nullptr || !s->evictable() || s->last_active_ms() > quiet_before) continue;
+    // On the stream's own thread, which checks again: bytes may have come.
+    s->worker()->Post([s, src] {
+      s->EvictIfQuiet("out of fds: closing quiet streams of " + src + ", the address holding the most");
+    });
+    ++posted;
+  }
+  if (posted > 0) *source = src;
   return posted;
 }
 

@@ -23,11 +23,11 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   // per connection for TargetStream::kHandshakeTimeout.
   static constexpr size_t kMaxPendingHandshakes = 512;
 
-  // Out of fds (accept fails with EMFILE or ENFILE), this many idle
-  // streams of the address holding the most streams are closed at a time
-  // to make room, and accepting resumes after kEvictPause: a peer that opens
-  // streams until the process has no fd left would otherwise lock every
-  // other peer out for as long as it keeps them.
+  // Out of fds (accept fails with EMFILE or ENFILE), this many streams of
+  // the address holding the most streams, quiet for TargetStream::kEvictQuiet,
+  // are closed at a time to make room, and accepting resumes after
+  // kEvictPause: a peer that opens streams until the process has no fd left
+  // would otherwise lock every other peer out for as long as it keeps them.
   static constexpr size_t kEvictBatch = 8;
   static constexpr std::chrono::milliseconds kEvictPause{10};
 
@@ -44,10 +44,10 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   static constexpr std::chrono::milliseconds kBackoff{100};
   void Resume();
   void PauseFor(std::chrono::milliseconds pause);
-  // Posts EvictIfIdle to up to `want` evictable streams, those of the
-  // address with the most streams first, oldest first; returns how many,
-  // and that address in *source.
-  size_t EvictIdle(size_t want, std::string *source);
+  // Posts EvictIfQuiet to up to `want` quiet streams of the address with
+  // the most streams, oldest first; returns how many, and that address in
+  // *source.
+  size_t EvictQuiet(size_t want, std::string *source);
   // Forgets streams that are through their handshake (or gone) and drops
   // the oldest silent one while there are too many.
   void LimitPending();

@@ -46,6 +46,7 @@ uint32_t MaxBody(wire::MsgType t) {
 TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer)
     : fd_(fd), worker_(worker), ctx_(ctx), peer_(std::move(peer)), who_(peer_) {
   created_ = last_progress_ = last_rx_ = last_tx_ = std::chrono::steady_clock::now();
+  NoteActive();
   interest_ = EPOLLIN;
 }
 
@@ -194,17 +195,24 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   if (control_) ctx_->OnControlStreamClosed(this);
 }
 
-bool TargetStream::Idle() const {
-  return fd_ >= 0 && hello_done_ && !draining_ && !close_after_flush_ && !direct_ && tx_.empty() &&
-         !reader_.mid_frame() && revokes_.empty() && payload_pins_.empty();
+void TargetStream::NoteActive() {
+  last_active_ms_.store(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::max(last_rx_, last_tx_).time_since_epoch()).count(),
+      std::memory_order_relaxed);
 }
 
-void TargetStream::EvictIfIdle(const std::string &why) {
-  if (Idle()) CloseStream(why, /*error=*/false);  // info: the listener logs the eviction once
+void TargetStream::EvictIfQuiet(const std::string &why) {
+  if (fd_ < 0 || draining_ || direct_) return;
+  if (std::chrono::steady_clock::now() - std::max(last_rx_, last_tx_) < kEvictQuiet) return;
+  // Bytes the worker has not read yet: the peer is not quiet after all.
+  int unread = 0;
+  if (ioctl(fd_, FIONREAD, &unread) != 0 || unread > 0) return;
+  CloseStream(why, /*error=*/false);  // info: the listener logs the eviction once
 }
 
 void TargetStream::UpdateInterest() {
-  evictable_.store(Idle(), std::memory_order_relaxed);
+  evictable_.store(!draining_ && !direct_, std::memory_order_relaxed);
+  NoteActive();
   uint32_t want = 0;
   if (!close_after_flush_ && !Backlogged()) want |= EPOLLIN;
   if (!tx_.empty()) want |= EPOLLOUT;

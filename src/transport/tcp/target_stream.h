@@ -51,14 +51,20 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // Worker thread only: closes the stream if it has not completed its
   // handshake (the listener makes room for newer connections).
   void DropIfNoHello(const std::string &why);
-  // Any thread: through its handshake and idle between requests (nothing
-  // to send, no frame half read, no revocation pending, a peer that does
-  // not copy into our memory itself): closing it loses nothing but the
-  // link, which the peer opens again when it needs it.
+  // Out of fds, the listener closes streams that have been quiet (no byte
+  // received, none taken by the peer) for this long, whatever state they
+  // are in: idle between requests, a handshake or frame half sent, replies
+  // the peer does not read. A stream in use is never quiet that long.
+  static constexpr std::chrono::seconds kEvictQuiet{1};
+  // Any thread: may be evicted if quiet long enough (not a same-host peer
+  // that copies into our memory itself: closing its socket would not stop
+  // it, see HangUp).
   bool evictable() const { return evictable_.load(std::memory_order_relaxed); }
-  // Worker thread only: closes the stream if it is (still) evictable (the
-  // listener makes room when the process is out of fds).
-  void EvictIfIdle(const std::string &why);
+  // Any thread: when bytes last came in or went out, steady-clock ms.
+  int64_t last_active_ms() const { return last_active_ms_.load(std::memory_order_relaxed); }
+  // Worker thread only: closes the stream if it is still evictable, quiet
+  // for kEvictQuiet and has no unread bytes waiting in its socket.
+  void EvictIfQuiet(const std::string &why);
 
   // A stream that has not completed its handshake by then is dropped.
   static constexpr std::chrono::seconds kHandshakeTimeout{10};
@@ -103,7 +109,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   void Send();
   void Settle();  // after sending: resume held requests, set epoll interest
   void UpdateInterest();  // also publishes evictable()
-  bool Idle() const;
+  void NoteActive();      // publishes last_active_ms()
   void CloseStream(const std::string &why, bool error);
   // Our decision to end the stream. A peer that copies into our memory
   // itself (shm) is not stopped by our closing the socket, so with one we
@@ -123,7 +129,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
   std::atomic<bool> awaiting_hello_{true};  // !hello_done_ && open, for the listener
-  std::atomic<bool> evictable_{false};      // see evictable(); set by UpdateInterest
+  std::atomic<bool> evictable_{true};       // see evictable(); set by UpdateInterest
+  std::atomic<int64_t> last_active_ms_{0};  // see last_active_ms()
   bool control_ = false;                 // stream 0 of its link, known to the engine
   bool direct_ = false;                  // its peer copies into our memory itself (shm)
   bool draining_ = false;                // hung up on: waiting for the peer's end to close
