@@ -50,12 +50,13 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return forgotten_.count(id) == 0;  // confirmed (and erased) meanwhile, or given up on
   const std::shared_ptr<Pending> p = it->second;
-  if (cv_.wait_for(lock, limit, [&] { return p->due == 0 || p->forgotten; }) && p->due == 0) {
+  auto forgotten = [&] { return forgotten_.count(id) != 0; };
+  if (cv_.wait_for(lock, limit, [&] { return p->due == 0 || forgotten(); }) && p->due == 0) {
     it = waiting_.find(id);
     if (it != waiting_.end() && it->second == p) waiting_.erase(it);
     return true;
   }
-  if (p->forgotten) return false;  // given up on elsewhere (Finalize)
+  if (forgotten()) return false;  // given up on elsewhere (Finalize)
   HIXL_LOGE("revoking region 0x%llx+%llu: %zu of %zu peer(s) on this host did not confirm within %lld ms that they "
             "stopped copying into it; hanging up on them, and the region stays unconfirmed until they close their "
             "end or exit",
@@ -75,7 +76,6 @@ void Revocation::Forget(uint64_t id) {
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;  // confirmed
   forgotten_.insert(id);
-  it->second->forgotten = true;
   waiting_.erase(it);
   cv_.notify_all();
 }

@@ -44,7 +44,6 @@ class Revocation {
   struct Pending {
     wire::RegionInfo region;
     size_t due = 0;  // confirmations still to come
-    bool forgotten = false;
     std::vector<std::weak_ptr<tcp::TargetStream>> streams;
   };
 

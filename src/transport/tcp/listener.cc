@@ -54,7 +54,7 @@ void Listener::OnEvents(uint32_t) {
     pending_.push_back({stream, source});
     accepted_.push_back({stream, std::move(source)});
     if (accepted_.size() >= prune_at_) {
-      std::erase_if(accepted_, [](const Accepted &a) { return a.stream.expired(); });
+      std::erase_if(accepted_, [](const Tracked &a) { return a.stream.expired(); });
       prune_at_ = std::max<size_t>(64, 2 * accepted_.size());
     }
     w->Add(std::move(stream), EPOLLIN);
@@ -62,22 +62,27 @@ void Listener::OnEvents(uint32_t) {
   }
 }
 
+const std::string *Listener::Busiest(const std::deque<Tracked> &list) {
+  std::map<std::string, size_t> per_source;
+  const std::string *busiest = nullptr;
+  for (const auto &t : list) {
+    size_t n = ++per_source[t.source];
+    if (busiest == nullptr || n > per_source[*busiest]) busiest = &t.source;
+  }
+  return busiest;
+}
+
 void Listener::LimitPending() {
-  std::erase_if(pending_, [](const Pending &p) {
+  std::erase_if(pending_, [](const Tracked &p) {
     auto s = p.stream.lock();
     return s == nullptr || !s->awaiting_hello();
   });
   while (pending_.size() > kMaxPendingHandshakes) {
     // The oldest of the address with the most waiting: a flood from one
     // address drops its own connections, not the handshakes of others.
-    std::map<std::string, size_t> per_source;
-    const std::string *busiest = nullptr;
-    for (const auto &p : pending_) {
-      size_t n = ++per_source[p.source];
-      if (busiest == nullptr || n > per_source[*busiest]) busiest = &p.source;
-    }
+    const std::string *busiest = Busiest(pending_);
     auto victim = std::find_if(pending_.begin(), pending_.end(),
-                               [&](const Pending &p) { return p.source == *busiest; });
+                               [&](const Tracked &p) { return p.source == *busiest; });
     if (auto s = victim->stream.lock()) {
       // On the stream's own thread, which may have finished it meanwhile.
       s->worker()->Post([s] {
@@ -90,16 +95,11 @@ void Listener::LimitPending() {
 }
 
 size_t Listener::EvictQuiet(size_t want, std::string *source) {
-  std::erase_if(accepted_, [](const Accepted &a) { return a.stream.expired(); });
+  std::erase_if(accepted_, [](const Tracked &a) { return a.stream.expired(); });
   // Only the address holding the most streams gives any up: the peer that
   // used up the fds pays for them, not the others (if its streams are all in
   // use, nobody's are closed).
-  std::map<std::string, size_t> per_source;
-  const std::string *busiest = nullptr;
-  for (const auto &a : accepted_) {
-    size_t n = ++per_source[a.source];
-    if (busiest == nullptr || n > per_source[*busiest]) busiest = &a.source;
-  }
+  const std::string *busiest = Busiest(accepted_);
   if (busiest == nullptr) return 0;
   const std::string src = *busiest;
   const int64_t quiet_before =

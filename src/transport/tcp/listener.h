@@ -56,18 +56,16 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   IoWorker *home_;
   const std::vector<std::unique_ptr<IoWorker>> *workers_;
   TargetContext *ctx_;
-  struct Pending {
+  struct Tracked {
     std::weak_ptr<TargetStream> stream;
     std::string source;  // the peer's address, without the port
   };
-  std::deque<Pending> pending_;  // oldest first; home_ thread only
-  struct Accepted {
-    std::weak_ptr<TargetStream> stream;
-    std::string source;
-  };
+  std::deque<Tracked> pending_;  // awaiting their handshake, oldest first; home_ thread only
   // Every stream, oldest first; home_ thread only. Pruned of closed ones when
   // it has doubled (a weak_ptr keeps a closed stream's memory).
-  std::deque<Accepted> accepted_;
+  std::deque<Tracked> accepted_;
+  // The address with the most entries in `list` (nullptr if it is empty).
+  static const std::string *Busiest(const std::deque<Tracked> &list);
   size_t prune_at_ = 64;
 };
 
