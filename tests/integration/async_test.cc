@@ -568,6 +568,21 @@ TEST_P(AsyncTest, HeartbeatsNoticeAFrozenPeer) {
   peer_.Kill(SIGCONT);
 }
 
+TEST_P(AsyncTest, AnIdleLinkSurvivesTheShortestHeartbeat) {
+  // At 100 ms the target drops a stream silent for 300 ms; the initiator's
+  // checks run every 100 ms or later, so its pings need slack for a late check.
+  Restart(ResourceConfig("{\"heartbeat.interval_ms\": 100}"));
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  for (int round = 0; round < 4; ++round) {  // 4 x 800 ms idle, then one write each
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    FillPattern(local_->data(), 4096, 20 + round);
+    // Without AutoConnect a link the target dropped fails the write.
+    ASSERT_EQ(Transfer(hixl::WRITE, d, 3000), hixl::SUCCESS) << "round " << round;
+    EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTest, AllNets(), NetName);
 INSTANTIATE_TEST_SUITE_P(Loopback, AsyncTcpTest, TcpNets(), NetName);
 
