@@ -115,6 +115,8 @@ class Engine : public tcp::TargetContext {
   bool SameHost(const wire::HostIdentity &other) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
+  // st, or NOT_CONNECT where st is CONNECTED but the link to key has gone since.
+  AsyncConnectStatus StillConnected(const std::string &key, AsyncConnectStatus st);
   // Keeps async_connect_ at most kMaxAsyncConnects long. With connect_mu_.
   void ForgetOldAsyncConnectsLocked();
   static constexpr size_t kMaxAsyncConnects = 4096;

@@ -350,6 +350,15 @@ Status Engine::DisconnectAsync(const std::string &remote, int32_t timeout_ms) {
   return QueueConnectTask("DisconnectAsync", remote, timeout_ms, false);
 }
 
+AsyncConnectStatus Engine::StillConnected(const std::string &key, AsyncConnectStatus st) {
+  // A link that has since gone (peer died, pool closed it) is no longer connected.
+  if (st == AsyncConnectStatus::CONNECTED) {
+    LinkRef l = links_.Acquire(key);
+    if (!l || l->broken()) st = AsyncConnectStatus::NOT_CONNECT;
+  }
+  return st;
+}
+
 Status Engine::GetAsyncConnectStatus(const std::string &remote, AsyncConnectStatus &status) {
   std::string key;
   Status s = RemoteKey("GetAsyncConnectStatus", remote, &key);
@@ -360,26 +369,24 @@ Status Engine::GetAsyncConnectStatus(const std::string &remote, AsyncConnectStat
     auto it = async_connect_.find(key);
     if (it != async_connect_.end()) st = it->second.status;
   }
-  // A link that has since gone (peer died, pool closed it) is no longer connected.
-  if (st == AsyncConnectStatus::CONNECTED) {
-    LinkRef l = links_.Acquire(key);
-    if (!l || l->broken()) st = AsyncConnectStatus::NOT_CONNECT;
-  }
-  status = st;
+  status = StillConnected(key, st);
   return SUCCESS;
 }
 
 Status Engine::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
-  std::vector<std::pair<std::string, std::string>> remotes;  // (key, as the caller spelled it)
+  struct Seen {
+    std::string key, given;  // given: as the caller of the latest task spelled the remote
+    AsyncConnectStatus status;
+  };
+  std::vector<Seen> seen;
   {
+    // Spelling and status from one look at the entry: a task queued in
+    // between cannot pair a newer status with an older spelling.
     std::lock_guard<std::mutex> lock(connect_mu_);
-    for (const auto &[key, entry] : async_connect_) remotes.emplace_back(key, entry.given);
+    for (const auto &[key, entry] : async_connect_) seen.push_back({key, entry.given, entry.status});
   }
   statuses.clear();
-  for (const auto &[key, given] : remotes) {
-    AsyncConnectStatus st;
-    if (GetAsyncConnectStatus(key, st) == SUCCESS) statuses[AscendString(given.data(), given.size())] = st;
-  }
+  for (const auto &e : seen) statuses[AscendString(e.given.data(), e.given.size())] = StillConnected(e.key, e.status);
   return SUCCESS;
 }
 
