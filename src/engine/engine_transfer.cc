@@ -13,6 +13,24 @@ namespace {
 
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 
+// PARAM_INVALID (logged) when this process may not `need` (PageAccess) some
+// of the unregistered memory the relay would copy.
+Status CheckRelayedAccess(const Link &link, TransferOp op, const std::vector<Piece> &relayed, unsigned need) {
+  if (relayed.empty()) return SUCCESS;
+  // BatchCheck checked registered memory only. The relay copies unregistered
+  // memory with memcpy, which would fault the whole process on a READ into a
+  // read-only buffer (or a WRITE from an unreadable one): refuse it instead.
+  std::vector<MemRange> ranges;
+  ranges.reserve(relayed.size());
+  for (const Piece &p : relayed) ranges.push_back({p.local, p.len});
+  const size_t bad = FirstInaccessible(ranges.data(), ranges.size(), need);
+  if (bad == ranges.size()) return SUCCESS;
+  HIXL_LOGE("Transfer %s %s: local range 0x%" PRIxPTR "+%zu (not registered: it would be copied through the buffer "
+            "pool) is memory this process may not %s; nothing of the batch was moved",
+            OpName(op), link.name.c_str(), ranges[bad].addr, ranges[bad].len, op == READ ? "write" : "read");
+  return PARAM_INVALID;
+}
+
 }  // namespace
 
 Status Engine::CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key) {
@@ -55,11 +73,12 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
 Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
                             Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
-  BatchCheck check(*table, link->remote_regions, pool_.enabled(), op == READ ? kPageWrite : kPageRead);
+  const unsigned local_need = op == READ ? kPageWrite : kPageRead;
+  BatchCheck check(*table, link->remote_regions, pool_.enabled(), local_need);
   bool refreshed = false;
   for (size_t from = 0;;) {
     BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
-    if (r.verdict == BatchCheck::Verdict::kOk) return SUCCESS;
+    if (r.verdict == BatchCheck::Verdict::kOk) return CheckRelayedAccess(*link, op, *relayed, local_need);
     const TransferOpDesc &d = descs[r.index];
     if (r.verdict == BatchCheck::Verdict::kRemoteUnknown && !refreshed) {
       // Maybe registered at the remote after our copy was taken: ask again,

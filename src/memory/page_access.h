@@ -46,4 +46,20 @@ class AccessMap {
 // AccessMap::Of(addr, len).whole().
 unsigned RangeAccess(uintptr_t addr, size_t len);
 
+struct MemRange {
+  uintptr_t addr;
+  size_t len;
+};
+
+// The index of the first of ranges[0..n) of which this process may not do
+// `need` (PageAccess bits) with every byte; n if it may with all. For memory
+// that is not registered (the relay copies it with memcpy), so it must cost
+// little per call: instead of reading /proc/self/maps it asks the kernel to
+// copy one byte of every page touched (process_vm_readv on ourselves, and for
+// kPageWrite process_vm_writev of the same byte back), up to 1024 pages per
+// call; a page we may not touch is then an error return, not a fault. The
+// byte written back lies inside the range, which the caller hands over to be
+// overwritten. Where those calls are not allowed, falls back to AccessMap.
+size_t FirstInaccessible(const MemRange *ranges, size_t n, unsigned need);
+
 }  // namespace hixl

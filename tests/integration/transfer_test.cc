@@ -303,6 +303,35 @@ TEST_P(TransferTest, AReadIntoReadOnlyLocalMemoryIsRefused) {
   munmap(p, kLen);
 }
 
+TEST_P(TransferTest, UnregisteredMemoryThatMayNotBeTouchedIsRefused) {
+  // Not registered, so copied through the buffer pool (on by default) with
+  // memcpy: a READ into read-only memory, or a WRITE from memory that may not
+  // be read, would kill this process. Refused before anything moves instead.
+  constexpr size_t kLen = 1u << 20;
+  void *p = mmap(nullptr, 2 * kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  FillPattern(p, 2 * kLen, 4);
+  ASSERT_EQ(mprotect(p, kLen, PROT_READ), 0);                                        // [0, kLen): read-only
+  ASSERT_EQ(mprotect(static_cast<char *>(p) + kLen + 4096, 4096, PROT_NONE), 0);  // one page in the second half
+  const std::vector<hixl::TransferOpDesc> ro{{addr + 8, remote_addr_, 64}}, rw{{addr + kLen, remote_addr_, 4096}};
+  std::vector<hixl::TransferOpDesc> none, none_small;
+  for (size_t i = 0; i < 16; ++i) none.push_back({addr + kLen + i * 4096, remote_addr_ + i * 4096, 4096});
+  none_small.push_back({addr + kLen + 4096 + 100, remote_addr_, 8});
+  const uint64_t before = Hash(p, kLen);
+  EXPECT_EQ(Transfer(hixl::READ, ro), hixl::PARAM_INVALID);
+  EXPECT_EQ(Transfer(hixl::WRITE, none), hixl::PARAM_INVALID);
+  EXPECT_EQ(Transfer(hixl::WRITE, none_small), hixl::PARAM_INVALID);
+  EXPECT_EQ(Transfer(hixl::READ, none), hixl::PARAM_INVALID);
+  EXPECT_EQ(Hash(p, kLen), before);
+  // What may be touched still goes, both ways.
+  ASSERT_EQ(Transfer(hixl::WRITE, ro), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 64), Hash(reinterpret_cast<void *>(addr + 8), 64));
+  ASSERT_EQ(Transfer(hixl::READ, rw), hixl::SUCCESS);
+  EXPECT_EQ(Hash(reinterpret_cast<void *>(addr + kLen), 4096), peer_.HashOf(remote_id_, 0, 4096));
+  munmap(p, 2 * kLen);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
 
 }  // namespace

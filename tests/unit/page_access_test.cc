@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "memory/registry.h"
 
@@ -102,6 +103,43 @@ TEST_F(PageAccessTest, MemoryMadeAccessibleLaterBecomesUsable) {
   usleep(static_cast<useconds_t>(Registry::kMapRereadMs) * 1000 + 20000);
   EXPECT_TRUE(Registry::Allows(r, At(2), page_, kPageRead | kPageWrite));
   EXPECT_EQ(r.access.load(), Region::kAccessKnown | kRW);  // and from now on without a look
+}
+
+TEST_F(PageAccessTest, ProbesFindTheFirstRangeThatMayNotBeTouched) {
+  // Few pages: one-byte probes with process_vm_readv/writev, no maps read.
+  auto first = [](std::vector<MemRange> r, unsigned need) { return FirstInaccessible(r.data(), r.size(), need); };
+  EXPECT_EQ(first({{At(0), page_}, {At(4) + 7, page_ - 7}}, kRW), 2u);
+  EXPECT_EQ(first({{At(0) + 5, 2 * page_ - 10}}, kPageRead), 1u);  // rw then r: readable
+  EXPECT_EQ(first({{At(0) + 5, 2 * page_ - 10}}, kPageWrite), 0u);  // its second page is read-only
+  EXPECT_EQ(first({{At(0), 16}, {At(1) + 100, 16}}, kPageWrite), 1u);
+  EXPECT_EQ(first({{At(0), 16}, {At(2) + 100, 16}}, kPageRead), 1u);    // PROT_NONE
+  EXPECT_EQ(first({{At(4), 16}, {At(3) + 100, 16}}, kPageRead), 1u);    // unmapped
+  EXPECT_EQ(first({{At(4) - 1, 2}}, kPageRead), 0u);                    // the hole's last byte
+  EXPECT_EQ(first({{At(1) - 1, page_ + 1}}, kPageRead | kPageWrite), 0u);  // ends inside page 1
+  EXPECT_EQ(first({}, kRW), 0u);
+  // Writing back changed nothing.
+  auto *bytes = static_cast<const unsigned char *>(Page(0));
+  bool zero = true;
+  for (size_t i = 0; i < page_; ++i) zero = zero && bytes[i] == 0;
+  EXPECT_TRUE(zero);
+}
+
+TEST_F(PageAccessTest, ManyPagesAreJudgedFromTheMapsInstead) {
+  // More pages than are worth probing (and than one process_vm_* call takes):
+  // one read of /proc/self/maps answers for every range.
+  const size_t pages = 4096 + 3;
+  void *p = mmap(nullptr, pages * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto big = reinterpret_cast<uintptr_t>(p);
+  ASSERT_EQ(mprotect(reinterpret_cast<void *>(big + (pages - 1) * page_), page_, PROT_READ), 0);
+  std::vector<MemRange> r{{big, (pages - 1) * page_}, {At(0), page_}};
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kRW), 2u);
+  r[0].len += 1;  // into the read-only page
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageRead), 2u);
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageWrite), 0u);
+  r = {{big, 8 * page_}, {At(1), page_}, {big + page_, (pages - 2) * page_}};  // few pages each, many in all
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageWrite), 1u);
+  munmap(p, pages * page_);
 }
 
 }  // namespace
