@@ -448,7 +448,18 @@ void BindEngine(py::module_ &m) {
            "Stop the engine: fails in-flight transfers, closes links, joins threads. Idempotent. Calls made by other "
            "threads meanwhile return FAILED; calls in flight end early and finalize returns once they have. "
            "Releases the buffers held by register_buffer and the user_data of unreported async requests.")
-      .def("register_mem", &HixlPy::RegisterMem, py::arg("mem_desc"), py::arg("mem_type"), Release(),
+      // A MemDesc or NotifyDesc argument is a reference into its Python
+      // object, copied only when the call is made: with call_guard that copy
+      // would run after the GIL is released, racing a thread that assigns to
+      // the object (a freed name string). So these two copy it first.
+      .def(
+          "register_mem",
+          [](HixlPy &self, const hixl::MemDesc &mem, hixl::MemType type) {
+            hixl::MemDesc copy = mem;
+            GilRelease release;
+            return self.RegisterMem(copy, type);
+          },
+          py::arg("mem_desc"), py::arg("mem_type"),
            "Register a memory region; returns (status, mem_handle). Keep the memory alive and in place until "
            "deregister_mem returns (see register_buffer, which does that for you).")
       .def("register_buffer", &HixlPy::RegisterBuffer, py::arg("obj"), py::arg("mem_type") = hixl::MEM_HOST,
@@ -501,7 +512,14 @@ void BindEngine(py::module_ &m) {
       .def("get_all_transfer_status", &HixlPy::GetTransferStatusBatch,
            py::arg("args") = hixl::GetTransferStatusArgs{},
            "HIXL's name for the batch form of get_transfer_status.")
-      .def("send_notify", &HixlPy::SendNotify, py::arg("remote_engine"), py::arg("notify"), kTimeout, Release(),
+      .def(
+          "send_notify",
+          [](HixlPy &self, const std::string &remote, const hixl::NotifyDesc &notify, int32_t timeout_ms) {
+            hixl::NotifyDesc copy = notify;  // see register_mem
+            GilRelease release;
+            return self.SendNotify(remote, std::move(copy), timeout_ms);
+          },
+          py::arg("remote_engine"), py::arg("notify"), kTimeout,
            "Send a NotifyDesc to a connected remote; it collects it with get_notifies.")
       .def("get_notifies", &HixlPy::GetNotifies, Release(),
            "Take every notify received so far, from every peer.")

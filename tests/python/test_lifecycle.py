@@ -118,6 +118,49 @@ def test_exit_after_atexit_callbacks_ran_on_another_thread(tmp_path):
     assert proc.returncode == 0, f"exit status {proc.returncode}\nstderr:\n{proc.stderr}"
     assert proc.stdout.split() == ["exiting"]
 
+def test_notify_desc_freed_by_another_thread_while_send_notify_copies_it(tmp_path):
+    """send_notify's NotifyDesc was copied out of its Python object only after
+    the GIL was released (pybind11's call_guard runs before the by-value
+    copy): a thread assigning notify.name meanwhile freed the string being
+    copied (a segfault, made certain here by a 256 MiB name). Now it is copied
+    with the GIL held; the huge name is then refused (PARAM_INVALID)."""
+    proc = run_child(
+        tmp_path,
+        """
+        import threading, time, hixl
+        e = hixl.Hixl()
+        assert e.initialize("127.0.0.1") == hixl.SUCCESS
+        nd = hixl.NotifyDesc(b"n", b"m")
+        armed = threading.Event()
+        done = threading.Event()
+
+        def mutator():
+            while not done.is_set():
+                if armed.wait(0.05):
+                    time.sleep(0.002)       # the sender is in send_notify now
+                    nd.name = b"s" * 100    # frees the 256 MiB string
+                    armed.clear()
+
+        t = threading.Thread(target=mutator, daemon=True)
+        t.start()
+        statuses = set()
+        for _ in range(3):
+            nd.name = b"x" * (256 << 20)
+            armed.set()
+            statuses.add(hixl.status_name(e.send_notify("127.0.0.1:1", nd, 100)))
+            deadline = time.monotonic() + 5
+            while armed.is_set() and time.monotonic() < deadline:
+                time.sleep(0.001)
+        done.set()
+        t.join(5)
+        e.finalize()
+        print("statuses", sorted(statuses))
+        """,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert "statuses ['PARAM_INVALID']" in proc.stdout, proc.stdout
+
+
 def test_notify_desc_changed_by_another_thread_during_send_notify():
     """send_notify used the NotifyDesc object's own strings with the GIL
     released: another thread assigning notify.name meanwhile got a 5000-byte
