@@ -164,7 +164,7 @@ class HeldBuffer {
 
 class HixlPy {
  public:
-  HixlPy() : engine_(new hixl::Hixl()) {}
+  HixlPy() : engine_(new hixl::Hixl()), pid_(getpid()) {}
   HixlPy(const HixlPy &) = delete;
   HixlPy &operator=(const HixlPy &) = delete;
 
@@ -188,7 +188,9 @@ class HixlPy {
       // finalize stops it); it fails what is in flight, so the calls
       // admitted before return soon. Then nothing can report a request.
       engine_->Finalize();
-      admission_.WaitIdle();
+      // In a fork the calls admitted before ran on the parent's threads,
+      // which are not here: they never return.
+      if (getpid() == pid_) admission_.WaitIdle();
       // An initialize admitted before may have started a new engine since.
       engine_->Finalize();
       std::lock_guard<std::mutex> async_lock(async_mu_);
@@ -414,6 +416,7 @@ class HixlPy {
 
   Admission admission_;
   std::unique_ptr<hixl::Hixl> engine_;
+  const pid_t pid_;  // of the process that made this object (see Finalize)
   std::mutex async_mu_;
   // Requests with user_data not yet reported finished: the references, by
   // address (what the engine hands back), and the address by request.

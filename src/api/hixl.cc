@@ -1,9 +1,17 @@
 // hixl.cc: class hixl::Hixl. Holds the engine and forwards to it; calls made
 // before Initialize (or after Finalize) return FAILED.
+//
+// After fork() the child holds a copy of the engine object but none of its
+// threads: it must not use it (calls fail) nor shut it down (joining threads
+// that are not there faults, and closing the links could disturb the
+// parent's). Finalize there lets go of it without running anything.
 #include "hixl/hixl.h"
+
+#include <unistd.h>
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "engine/engine.h"
@@ -23,11 +31,19 @@ class Hixl::HixlImpl {
   std::shared_ptr<Engine> Get(const char *call) {
     std::lock_guard<std::mutex> lock(mu_);
     if (engine_ == nullptr) HIXL_LOGE("%s: the engine is not initialized", call);
+    if (engine_ != nullptr && Forked()) {
+      HIXL_LOGE("%s: the engine was initialized in process %d, of which this process (%d) is a fork: it has no "
+                "engine threads here; Finalize it and Initialize a new one",
+                call, static_cast<int>(pid_), static_cast<int>(getpid()));
+      return nullptr;
+    }
     return engine_;
   }
+  bool Forked() const { return getpid() != pid_; }
 
   std::mutex mu_;
   std::shared_ptr<Engine> engine_;
+  pid_t pid_ = 0;  // the process that initialized engine_
   // Held through a whole Finalize: a second one, concurrent, returns only
   // when the first has shut the engine down (it promises that no engine
   // thread touches user memory any more, e.g. to free it).
@@ -47,17 +63,34 @@ Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendS
   }
   std::map<std::string, std::string> opts;
   for (const auto &[k, v] : options) opts[Str(k)] = Str(v);
+  impl_->pid_ = getpid();
   return Engine::Create(Str(local_engine), opts, &impl_->engine_);
 }
 
 void Hixl::Finalize() {
   std::lock_guard<std::mutex> finalizing(impl_->finalize_mu_);
   std::shared_ptr<Engine> engine;
+  bool forked = false;
+  pid_t owner = 0;
   {
     std::lock_guard<std::mutex> lock(impl_->mu_);
     engine.swap(impl_->engine_);
+    forked = impl_->Forked();
+    owner = impl_->pid_;
   }
-  if (engine != nullptr) engine->Shutdown();
+  if (engine == nullptr) return;
+  if (forked) {
+    // Never destroyed (that would shut it down): the child's copy of the
+    // parent's engine is left as it is, its memory to the process's exit.
+    HIXL_LOGI("Finalize: the engine was initialized in process %d, of which this is a fork: left as it is",
+              static_cast<int>(owner));
+    static std::mutex mu;
+    static auto *inherited = new std::vector<std::shared_ptr<Engine>>();  // reachable: no leak report
+    std::lock_guard<std::mutex> lock(mu);
+    inherited->push_back(std::move(engine));
+    return;
+  }
+  engine->Shutdown();
 }
 
 Status Hixl::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle) {

@@ -1,7 +1,10 @@
 // transfer_test.cc: data integrity of READ and WRITE between two processes.
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -330,6 +333,37 @@ TEST_P(TransferTest, UnregisteredMemoryThatMayNotBeTouchedIsRefused) {
   ASSERT_EQ(Transfer(hixl::READ, rw), hixl::SUCCESS);
   EXPECT_EQ(Hash(reinterpret_cast<void *>(addr + kLen), 4096), peer_.HashOf(remote_id_, 0, 4096));
   munmap(p, 2 * kLen);
+}
+
+TEST_P(TransferTest, AForkedChildNeitherUsesNorShutsDownItsParentsEngine) {
+  // The child has a copy of the engine object but none of its threads:
+  // Finalize there joined threads that were not there (a segfault), and
+  // calls would wait for I/O threads that never run.
+  std::vector<hixl::TransferOpDesc> d{{local_->addr(), remote_addr_, 4096}};
+  FillPattern(local_->data(), 4096, 31);
+  ASSERT_EQ(Transfer(hixl::WRITE, d), hixl::SUCCESS);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int code = 0;
+    if (engine_.TransferSync(remote_.c_str(), hixl::WRITE, d, 1000) != hixl::FAILED) code |= 1;
+    engine_.Finalize();  // lets go of the parent's engine without touching it
+    if (engine_.Initialize("127.0.0.1", {}) != hixl::SUCCESS) code |= 2;  // a new one of its own works
+    engine_.Finalize();
+    _exit(code);
+  }
+  int status = -1;
+  for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);  // up to 10 s
+  if (status == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exited " << WIFEXITED(status) << " code " << WEXITSTATUS(status) << " signal " << WTERMSIG(status);
+  // The parent's engine and its link are as they were.
+  FillPattern(local_->data(), 4096, 32);
+  ASSERT_EQ(Transfer(hixl::WRITE, d), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, 4096), Hash(local_->data(), 4096));
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);

@@ -118,6 +118,44 @@ def test_exit_after_atexit_callbacks_ran_on_another_thread(tmp_path):
     assert proc.returncode == 0, f"exit status {proc.returncode}\nstderr:\n{proc.stderr}"
     assert proc.stdout.split() == ["exiting"]
 
+def test_a_forked_child_exits_cleanly_with_its_parents_engine(tmp_path):
+    """A child of os.fork() that returned normally ran the engine's shutdown
+    at exit (~Hixl), joining engine threads only the parent has: a segfault
+    (exit status -11). Now the child lets the engine go untouched; calls in
+    it fail, a new engine of its own works, and the parent's is unharmed."""
+    proc = run_child(
+        tmp_path,
+        """
+        import os, sys, time, hixl
+        server, client = hixl.Hixl(), hixl.Hixl()
+        assert server.initialize("127.0.0.1:0") == hixl.SUCCESS
+        assert client.initialize("127.0.0.1") == hixl.SUCCESS
+        pid = os.fork()
+        if pid == 0:
+            ok = client.connect("127.0.0.1:1", 500) == hixl.FAILED
+            client.finalize()
+            ok = ok and client.initialize("127.0.0.1") == hixl.SUCCESS
+            client.finalize()
+            sys.exit(0 if ok else 3)  # a normal exit: server is torn down at exit
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            r, st = os.waitpid(pid, os.WNOHANG)
+            if r:
+                print("child", os.waitstatus_to_exitcode(st))
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            print("child hung")
+        server.finalize()
+        client.finalize()
+        """,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert "child 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
+
+
 def test_notify_desc_freed_by_another_thread_while_send_notify_copies_it(tmp_path):
     """send_notify's NotifyDesc was copied out of its Python object only after
     the GIL was released (pybind11's call_guard runs before the by-value
