@@ -348,8 +348,10 @@ TEST_P(TransferTest, AForkedChildNeitherUsesNorShutsDownItsParentsEngine) {
     int code = 0;
     if (engine_.TransferSync(remote_.c_str(), hixl::WRITE, d, 1000) != hixl::FAILED) code |= 1;
     engine_.Finalize();  // lets go of the parent's engine without touching it
+#ifndef __SANITIZE_THREAD__  // TSan ends a child of a threaded process that starts threads
     if (engine_.Initialize("127.0.0.1", {}) != hixl::SUCCESS) code |= 2;  // a new one of its own works
     engine_.Finalize();
+#endif
     _exit(code);
   }
   int status = -1;
