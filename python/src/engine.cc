@@ -21,12 +21,14 @@
 // up to a second): the engine hands each request's user_data back in bulk
 // results, and that is the ObjRef itself, live from before the call.
 // Locks are never taken while waiting for the GIL nor held while acquiring it.
-#include <unistd.h>
+#include <pthread.h>
 
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -106,6 +108,15 @@ class Admission {
     std::lock_guard<std::mutex> lock(mu_);
     return generation_;
   }
+  // In the child of a fork(): the calls counted ran on threads of the
+  // parent, which the child does not have (nor the finalize that may have
+  // been waiting for them, and either may have held mu_).
+  void ResetInChild() {
+    new (&mu_) std::mutex();
+    new (&cv_) std::condition_variable();
+    active_ = 0;
+    closing_ = 0;
+  }
 
  private:
   std::mutex mu_;
@@ -162,14 +173,36 @@ class HeldBuffer {
   bool held_ = false;
 };
 
+class HixlPy;
+
+// Every HixlPy, so that the child of a fork() starts each with no call in
+// progress and its locks free (ResetInChild).
+std::mutex g_live_mu;
+std::set<HixlPy *> *g_live = nullptr;  // under g_live_mu; never freed
+
 class HixlPy {
  public:
-  HixlPy() : engine_(new hixl::Hixl()), pid_(getpid()) {}
+  HixlPy() : engine_(new hixl::Hixl()) {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    if (g_live == nullptr) {
+      g_live = new std::set<HixlPy *>();
+      pthread_atfork([] { g_live_mu.lock(); }, [] { g_live_mu.unlock(); },
+                     [] {  // the forking thread, which holds g_live_mu
+                       for (HixlPy *p : *g_live) p->ResetInChild();
+                       g_live_mu.unlock();
+                     });
+    }
+    g_live->insert(this);
+  }
   HixlPy(const HixlPy &) = delete;
   HixlPy &operator=(const HixlPy &) = delete;
 
   // Runs with the GIL held (pybind11 deallocation).
-  ~HixlPy() { Finalize(); }
+  ~HixlPy() {
+    Finalize();
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_live->erase(this);
+  }
 
   Status Initialize(const std::string &local_engine, const std::map<std::string, std::string> &options) {
     std::map<hixl::AscendString, hixl::AscendString> opts;
@@ -187,10 +220,10 @@ class HixlPy {
       // Returns once the engine has stopped (also when another thread's
       // finalize stops it); it fails what is in flight, so the calls
       // admitted before return soon. Then nothing can report a request.
+      // (In the child of a fork, the parent's engine is let go of instead,
+      // and the calls its threads had in progress are not counted.)
       engine_->Finalize();
-      // In a fork the calls admitted before ran on the parent's threads,
-      // which are not here: they never return.
-      if (getpid() == pid_) admission_.WaitIdle();
+      admission_.WaitIdle();
       // An initialize admitted before may have started a new engine since.
       engine_->Finalize();
       std::lock_guard<std::mutex> async_lock(async_mu_);
@@ -402,6 +435,11 @@ class HixlPy {
     return {s, reinterpret_cast<uintptr_t>(handle)};
   }
 
+  void ResetInChild() {
+    admission_.ResetInChild();
+    new (&async_mu_) std::mutex();
+  }
+
   // Moves the user_data reference of a finished request into *out. Caller
   // holds async_mu_.
   void TakePending(hixl::TransferReq req, std::shared_ptr<ObjRef> *out) {
@@ -416,7 +454,6 @@ class HixlPy {
 
   Admission admission_;
   std::unique_ptr<hixl::Hixl> engine_;
-  const pid_t pid_;  // of the process that made this object (see Finalize)
   std::mutex async_mu_;
   // Requests with user_data not yet reported finished: the references, by
   // address (what the engine hands back), and the address by request.

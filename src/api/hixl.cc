@@ -3,13 +3,20 @@
 //
 // After fork() the child holds a copy of the engine object but none of its
 // threads: it must not use it (calls fail) nor shut it down (joining threads
-// that are not there faults, and closing the links could disturb the
-// parent's). Finalize there lets go of it without running anything.
+// that are not there faults, and shutting the links down would end the
+// parent's). Finalize there lets go of it without running anything; the
+// child's copies of the engine's fds are already closed (common/fork_fds.h).
+// The child also starts with this class's locks free: one a parent thread
+// held at the fork would otherwise never be let go there.
 #include "hixl/hixl.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <mutex>
+#include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,10 +28,53 @@ namespace {
 
 std::string Str(const AscendString &s) { return std::string(s.GetString(), s.GetLength()); }
 
+// The locks of every HixlImpl, for fork()'s child handler; engines let go
+// of in a fork.
+std::mutex g_live_mu;
+std::set<std::mutex *> *g_live = nullptr;                      // under g_live_mu
+std::vector<std::shared_ptr<Engine>> *g_inherited = nullptr;  // under g_live_mu; never freed
+
+void LockLive() { g_live_mu.lock(); }
+void UnlockLive() { g_live_mu.unlock(); }
+// The child's one thread, the forking one, holds g_live_mu: no HixlImpl is
+// being made or destroyed. Their locks may be held by parent threads that
+// the child does not have: made anew (their data is as the fork found it).
+void ResetInChild() {
+  for (std::mutex *mu : *g_live) new (mu) std::mutex();
+  g_live_mu.unlock();
+}
+
+void AddLive(std::initializer_list<std::mutex *> mus) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  if (g_live == nullptr) {
+    g_live = new std::set<std::mutex *>();
+    g_inherited = new std::vector<std::shared_ptr<Engine>>();
+    pthread_atfork(LockLive, UnlockLive, ResetInChild);
+  }
+  g_live->insert(mus);
+}
+
+void RemoveLive(std::initializer_list<std::mutex *> mus) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  for (std::mutex *mu : mus) g_live->erase(mu);
+}
+
+// Keeps a fork's copy of its parent's engine to the process's exit:
+// destroying it would shut it down. Reachable, so no leak is reported.
+void KeepInherited(std::shared_ptr<Engine> engine) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_inherited->push_back(std::move(engine));
+}
+
 }  // namespace
 
 class Hixl::HixlImpl {
  public:
+  HixlImpl() { AddLive({&mu_, &finalize_mu_}); }
+  ~HixlImpl() { RemoveLive({&mu_, &finalize_mu_}); }
+  HixlImpl(const HixlImpl &) = delete;
+  HixlImpl &operator=(const HixlImpl &) = delete;
+
   // The engine, or nullptr (logged) when not initialized. Callers keep the
   // returned reference for the whole call, so a Finalize racing them (which
   // the API forbids) still cannot free the engine under their feet.
@@ -84,10 +134,7 @@ void Hixl::Finalize() {
     // parent's engine is left as it is, its memory to the process's exit.
     HIXL_LOGI("Finalize: the engine was initialized in process %d, of which this is a fork: left as it is",
               static_cast<int>(owner));
-    static std::mutex mu;
-    static auto *inherited = new std::vector<std::shared_ptr<Engine>>();  // reachable: no leak report
-    std::lock_guard<std::mutex> lock(mu);
-    inherited->push_back(std::move(engine));
+    KeepInherited(std::move(engine));
     return;
   }
   engine->Shutdown();

@@ -156,6 +156,55 @@ def test_a_forked_child_exits_cleanly_with_its_parents_engine(tmp_path):
     assert "child 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
 
 
+def test_a_forked_childs_finalize_is_not_held_by_its_parents_calls(tmp_path):
+    """A parent thread was in a call at os.fork(): the child counted that call
+    as its own, and its finalize either waited for it for ever or (the first
+    fix) stopped waiting for calls in a fork at all, its own ones included.
+    Now the child starts with no call counted: its finalize returns at once,
+    and one with a call of its own in progress still ends that call first."""
+    proc = run_child(
+        tmp_path,
+        """
+        import os, socket, sys, threading, time, hixl
+        silent = socket.socket()  # takes connections, never answers a handshake
+        silent.bind(("127.0.0.1", 0)); silent.listen(64)
+        remote = "127.0.0.1:%d" % silent.getsockname()[1]
+        client = hixl.Hixl()
+        assert client.initialize("127.0.0.1") == hixl.SUCCESS
+        threading.Thread(target=client.connect, args=(remote, 3000), daemon=True).start()
+        time.sleep(0.3)  # the parent's thread is in a call at the fork
+        pid = os.fork()
+        if pid == 0:
+            t0 = time.monotonic()
+            client.finalize()  # not held by the parent's call
+            took = time.monotonic() - t0
+            assert client.initialize("127.0.0.1") == hixl.SUCCESS
+            result = []
+            t = threading.Thread(target=lambda: result.append(client.connect(remote, 2000)))
+            t.start()
+            time.sleep(0.3)
+            client.finalize()
+            t.join(5)
+            print("child", took < 1.0, result == [hixl.FAILED], flush=True)
+            os._exit(0)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            r, st = os.waitpid(pid, os.WNOHANG)
+            if r:
+                print("exit", os.waitstatus_to_exitcode(st))
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            print("child hung")
+        client.finalize()
+        """,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.split() == ["child", "True", "True", "exit", "0"], (proc.stdout, proc.stderr[-2000:])
+
+
 def test_notify_desc_freed_by_another_thread_while_send_notify_copies_it(tmp_path):
     """send_notify's NotifyDesc was copied out of its Python object only after
     the GIL was released (pybind11's call_guard runs before the by-value

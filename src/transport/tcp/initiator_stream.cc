@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 
 namespace hixl::tcp {
@@ -55,7 +56,7 @@ InitiatorStream::InitiatorStream(int fd, IoWorker *worker, std::string name, Pus
       last_tx_ms_(last_rx_ms_.load()) {}
 
 InitiatorStream::~InitiatorStream() {
-  if (fd_ >= 0) close(fd_);
+  CloseKeptFd(fd_);
 }
 
 void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) {
@@ -534,7 +535,7 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   if (before_close_) before_close_();
   worker_->Remove(this);  // before close: see IoWorker::Remove
   shutdown(fd_, SHUT_RDWR);
-  close(fd_);
+  CloseKeptFd(fd_);
   fd_ = -1;
   polled_fd_.store(-1);
 }

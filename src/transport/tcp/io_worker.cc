@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 
 namespace hixl::tcp {
@@ -15,13 +16,13 @@ IoWorker::IoWorker(std::string name) : name_(std::move(name)) {}
 
 IoWorker::~IoWorker() {
   Stop();
-  if (epfd_ >= 0) close(epfd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
+  CloseKeptFd(epfd_);
+  CloseKeptFd(wake_fd_);
 }
 
 bool IoWorker::Start() {
-  epfd_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epfd_ = OpenKeptFd([] { return epoll_create1(EPOLL_CLOEXEC); });
+  wake_fd_ = OpenKeptFd([] { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); });
   if (epfd_ < 0 || wake_fd_ < 0) {
     HIXL_LOGE("%s: epoll_create1/eventfd failed: %s", name_.c_str(), std::strerror(errno));
     return false;

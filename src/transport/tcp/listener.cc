@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 #include "transport/tcp/socket.h"
 #include "transport/tcp/target_stream.h"
@@ -19,12 +20,12 @@ Listener::Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoW
     : fd_(fd), home_(home), workers_(workers), ctx_(ctx) {}
 
 Listener::~Listener() {
-  if (fd_ >= 0) close(fd_);
+  CloseKeptFd(fd_);
 }
 
 void Listener::OnEvents(uint32_t) {
   for (int i = 0; i < 64 && fd_ >= 0; ++i) {
-    int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = OpenKeptFd([this] { return accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC); });
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -134,7 +135,7 @@ void Listener::Resume() {
 }
 
 void Listener::OnShutdown() {
-  if (fd_ >= 0) close(fd_);
+  CloseKeptFd(fd_);
   fd_ = -1;
 }
 

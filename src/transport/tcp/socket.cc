@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fork_fds.h"
+
 namespace hixl::tcp {
 namespace {
 
@@ -56,7 +58,7 @@ void TuneSocket(int fd) {
 }
 
 int ListenTcp(const EngineAddress &addr, std::string *why) {
-  int fd = socket(addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = OpenKeptFd([&] { return socket(addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); });
   if (fd < 0) {
     *why = Errno("socket");
     return -1;
@@ -68,12 +70,12 @@ int ListenTcp(const EngineAddress &addr, std::string *why) {
   socklen_t len = addr.ToSockaddr(&ss);
   if (bind(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
     *why = Errno(("bind " + addr.ToString()).c_str());
-    close(fd);
+    CloseKeptFd(fd);
     return -1;
   }
   if (listen(fd, 1024) != 0) {
     *why = Errno("listen");
-    close(fd);
+    CloseKeptFd(fd);
     return -1;
   }
   return fd;
@@ -97,7 +99,7 @@ bool IsLocalIp(const EngineAddress &addr, std::string *why) {
 
 Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::string *why,
                const std::atomic<bool> *cancel) {
-  int fd = socket(remote.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = OpenKeptFd([&] { return socket(remote.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); });
   if (fd < 0) {
     *why = Errno("socket");
     return FAILED;
@@ -107,13 +109,13 @@ Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::st
   if (connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
     if (errno != EINPROGRESS) {
       *why = Errno("connect");
-      close(fd);
+      CloseKeptFd(fd);
       return FAILED;
     }
     Status s = WaitFd(fd, POLLOUT, deadline, why, cancel);
     if (s != SUCCESS) {
       if (s == TIMEOUT) *why = "connect timed out";
-      close(fd);
+      CloseKeptFd(fd);
       return s;
     }
     int err = 0;
@@ -121,7 +123,7 @@ Status DialTcp(const EngineAddress &remote, Deadline deadline, int *out, std::st
     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
     if (err != 0) {
       *why = std::string("connect: ") + std::strerror(err);
-      close(fd);
+      CloseKeptFd(fd);
       return FAILED;
     }
   }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 #include "memory/page_access.h"
 
@@ -51,7 +52,7 @@ TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::st
 }
 
 TargetStream::~TargetStream() {
-  if (fd_ >= 0) close(fd_);
+  CloseKeptFd(fd_);
 }
 
 void TargetStream::OnEvents(uint32_t events) {
@@ -187,7 +188,7 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   tx_bytes_ = 0;
   payload_pins_.Release();
   worker_->Remove(this);  // before close: see IoWorker::Remove
-  close(fd_);
+  CloseKeptFd(fd_);
   fd_ = -1;
   // A closed peer cannot hold a stale region any more: its revocations are done.
   for (uint64_t id : revokes_) ctx_->OnRevokeAck(id);

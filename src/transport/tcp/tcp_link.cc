@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 #include "transport/tcp/frame_planner.h"
 #include "transport/tcp/socket.h"
@@ -70,7 +71,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   link->remote_name_ = params.remote.ToString();
   std::vector<int> fds;
   auto close_all = [&fds] {
-    for (int fd : fds) close(fd);
+    for (int fd : fds) CloseKeptFd(fd);
   };
   wire::Hello hello;
   hello.initiator = params.local_name;
