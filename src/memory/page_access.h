@@ -55,11 +55,20 @@ struct MemRange {
 // `need` (PageAccess bits) with every byte; n if it may with all. For memory
 // that is not registered (the relay copies it with memcpy), so it must cost
 // little per call: instead of reading /proc/self/maps it asks the kernel to
-// copy one byte of every page touched (process_vm_readv on ourselves, and for
-// kPageWrite process_vm_writev of the same byte back), up to 1024 pages per
-// call; a page we may not touch is then an error return, not a fault. The
-// byte written back lies inside the range, which the caller hands over to be
-// overwritten. Where those calls are not allowed, falls back to AccessMap.
+// copy one byte of every distinct page touched (process_vm_readv on
+// ourselves, and for kPageWrite process_vm_writev of the same byte back); a
+// page we may not touch is then an error return, not a fault. This also
+// finds pages that map no memory although the maps allow them (a shared file
+// mapping past the end of its file: SIGBUS). The byte written back lies
+// inside a range, which the caller hands over to be overwritten (a store
+// racing the probe into that byte can be undone: the caller is not to touch
+// it meanwhile). Above as many pages as one read of the maps costs (timed
+// the last time it was read; at least 64), and where process_vm_* is not
+// allowed, reads the maps instead (AccessMap), which cannot see past-EOF
+// pages nor memory protection keys.
 size_t FirstInaccessible(const MemRange *ranges, size_t n, unsigned need);
+
+// How many times FirstInaccessible has read /proc/self/maps (tests).
+uint64_t MapsReadsForTest();
 
 }  // namespace hixl

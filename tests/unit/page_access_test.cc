@@ -2,6 +2,7 @@
 #include "memory/page_access.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -124,9 +125,52 @@ TEST_F(PageAccessTest, ProbesFindTheFirstRangeThatMayNotBeTouched) {
   EXPECT_TRUE(zero);
 }
 
+TEST_F(PageAccessTest, ManySmallRangesOnFewPagesAreProbedOnce) {
+  // A batch of many small descriptors: the pages they touch are counted once
+  // each, so 1000 ranges on two pages are two probes, not a read of the
+  // maps (which counting a page per range did: some ms in a large process).
+  std::vector<MemRange> r;
+  for (size_t i = 0; i < 1000; ++i) r.push_back({(i % 2 ? At(4) : At(0)) + (i * 16) % page_, 16});
+  const uint64_t reads = MapsReadsForTest();
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kRW), r.size());
+  r[700] = {At(2) + 40, 16};  // PROT_NONE
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageRead), 700u);
+  r[300] = {At(1) + 40, 16};  // read-only
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageRead), 700u);
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageWrite), 300u);
+  EXPECT_EQ(MapsReadsForTest(), reads);
+}
+
+TEST_F(PageAccessTest, TheFirstFailingRangeIsFoundWhateverTheOrderOfItsPages) {
+  // Pages are probed in address order; the answer is by range order.
+  auto first = [](std::vector<MemRange> r, unsigned need) { return FirstInaccessible(r.data(), r.size(), need); };
+  EXPECT_EQ(first({{At(4), 16}, {At(2) + 8, 16}, {At(1) + 8, 16}}, kPageWrite), 1u);
+  EXPECT_EQ(first({{At(4), 16}, {At(1) + 8, 16}, {At(2) + 8, 16}}, kPageWrite), 1u);
+  EXPECT_EQ(first({{At(4), 16}, {At(0), 16}, {At(2) + 8, 16}, {At(1) + 8, 16}}, kPageRead), 2u);
+}
+
+TEST_F(PageAccessTest, ASharedFileMappingPastTheEndOfItsFileIsRefused) {
+  // The maps allow it, but touching it is SIGBUS: the probes see it.
+  char path[] = "/tmp/hixl-page-access-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(page_)), 0);
+  void *p = mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto file = reinterpret_cast<uintptr_t>(p);
+  std::vector<MemRange> r{{file + 8, 16}, {file + page_ + 8, 16}};
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageRead), 1u);
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kPageWrite), 1u);
+  r.pop_back();
+  EXPECT_EQ(FirstInaccessible(r.data(), r.size(), kRW), 1u);
+  munmap(p, 2 * page_);
+}
+
 TEST_F(PageAccessTest, ManyPagesAreJudgedFromTheMapsInstead) {
-  // More pages than are worth probing (and than one process_vm_* call takes):
-  // one read of /proc/self/maps answers for every range.
+  // More pages than are worth probing (unless the last read of the maps was
+  // slow) and than one process_vm_* call takes: the answers are the same.
   const size_t pages = 4096 + 3;
   void *p = mmap(nullptr, pages * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(p, MAP_FAILED);
