@@ -112,7 +112,8 @@ void Engine::Shutdown() {
   // (Without such peers this returns at once.) All at once, under one limit:
   // a frozen peer costs kRevokeLimit, not that for each region.
   std::vector<uint64_t> revocations;
-  for (const auto &region : registry_.Export()) revocations.push_back(revocation_.Start(region));
+  // (Peers over tcp are not told: their links close below.)
+  for (const auto &region : registry_.Export()) revocations.push_back(revocation_.Start(region, /*tell_tcp=*/false));
   {
     std::lock_guard<std::mutex> lock(dereg_mu_);
     for (const auto &[handle, u] : unconfirmed_) revocations.push_back(u.revocation);
@@ -192,9 +193,13 @@ Status Engine::DeregisterMem(MemHandle handle) {
   }
   deregistering_.insert(id);
   lock.unlock();
-  // Peers on this host copy into our memory themselves: they forget the
-  // region (and finish copies into it) before we go on.
-  if (revocation == 0) revocation = revocation_.Start({r->addr, r->len});
+  // Every peer forgets the region. Those on this host copy into our memory
+  // themselves: they finish copies into it before they answer, and we wait
+  // for them. Those over tcp, whose frames into it we refuse anyway, are
+  // waited for a short while, so that their batches started from now on
+  // are refused whole by their own check (see Revocation).
+  if (revocation == 0) revocation = revocation_.Start({r->addr, r->len}, /*tell_tcp=*/true);
+  revocation_.WaitTcp(revocation, kNoticeLimit);
   const bool confirmed = revocation_.Wait(revocation, kRevokeLimit);
   registry_.WaitUnpinned(*r);
   lock.lock();
@@ -274,23 +279,28 @@ bool Engine::SameKernel(const wire::HostIdentity &other) const {
 
 bool Engine::SameHost(const wire::HostIdentity &other) const { return SameKernel(other) && other.pid != 0; }
 
-bool Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
+bool Engine::MayCopyDirectly(const tcp::TargetStream &stream, const wire::Hello &hello) const {
   // Only a peer on this host can copy into our memory without asking (and
   // only if our protocol_desc allows shm: otherwise it is told pid 0), and
   // only one that is the process it claims to be: anyone could claim our
   // host identity (it is in every HELLO_ACK) and then, never acknowledging
   // a REVOKE, hold every DeregisterMem for kRevokeLimit. One whose claim
-  // cannot be checked is not told our pid, so it uses tcp, and nothing
-  // needs revoking from it.
+  // cannot be checked is not told our pid, so it uses tcp, and is waited
+  // for by revocations only as a tcp peer.
   if (!SameHost(hello.host) || !opts_.AllowsProtocol("shm")) return false;
   std::string why;
-  if (!shm::PeerHoldsSocket(stream->fd(), static_cast<pid_t>(hello.host.pid), &why)) {
+  if (!shm::PeerHoldsSocket(stream.fd(), static_cast<pid_t>(hello.host.pid), &why)) {
     HIXL_LOGW("serving %s: it claims to be pid %u on this host, which could not be confirmed (%s); it gets tcp",
               hello.initiator.c_str(), hello.host.pid, why.c_str());
     return false;
   }
-  revocation_.AddPeer(stream);
   return true;
+}
+
+bool Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
+  const bool direct = MayCopyDirectly(*stream, hello);
+  revocation_.AddPeer(stream, direct);
+  return direct;
 }
 
 void Engine::OnControlStreamClosed(tcp::TargetStream *stream) { revocation_.RemovePeer(stream); }

@@ -77,10 +77,14 @@ class Engine : public tcp::TargetContext {
   Status OnNotify(uint64_t link_key, wire::Notify &&notify) override;
   bool OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
   void OnControlStreamClosed(tcp::TargetStream *stream) override;
-  void OnRevokeAck(uint64_t id) override { revocation_.OnAck(id); }
+  void OnNoDirect(tcp::TargetStream *stream) override { revocation_.SetIndirect(stream); }
+  void OnRevokeAck(uint64_t id, tcp::TargetStream *stream) override { revocation_.OnAck(id, stream); }
 
   // How long DeregisterMem waits for same-host peers to forget a region.
   static constexpr std::chrono::seconds kRevokeLimit{10};
+  // And for peers over tcp (see Revocation): answers take a round trip;
+  // only a frozen or hostile peer takes this long, once per link.
+  static constexpr std::chrono::seconds kNoticeLimit{1};
 
  private:
   // The state of the latest ConnectAsync/DisconnectAsync task of a remote.
@@ -113,6 +117,8 @@ class Engine : public tcp::TargetContext {
   // Same boot and PID namespace (the pid may be 0: withheld) / and a pid.
   bool SameKernel(const wire::HostIdentity &other) const;
   bool SameHost(const wire::HostIdentity &other) const;
+  // A same-host peer proven to be the process it claims (see OnControlStream).
+  bool MayCopyDirectly(const tcp::TargetStream &stream, const wire::Hello &hello) const;
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
   // st, or NOT_CONNECT where st is CONNECTED but the link to key has gone since.

@@ -4,9 +4,21 @@
 
 namespace hixl {
 
-void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream) {
+size_t Revocation::Pending::Owing(bool direct) const {
+  size_t n = 0;
+  for (const auto &[raw, entry] : owing) n += entry.second == direct ? 1 : 0;
+  return n;
+}
+
+void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
-  peers_[stream.get()] = stream;
+  peers_[stream.get()] = Peer{stream, direct, false};
+}
+
+void Revocation::SetIndirect(tcp::TargetStream *stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = peers_.find(stream);
+  if (it != peers_.end()) it->second.direct = false;
 }
 
 void Revocation::RemovePeer(tcp::TargetStream *stream) {
@@ -14,25 +26,28 @@ void Revocation::RemovePeer(tcp::TargetStream *stream) {
   peers_.erase(stream);
 }
 
-void Revocation::OnAck(uint64_t id) {
+void Revocation::OnAck(uint64_t id, tcp::TargetStream *stream) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = waiting_.find(id);
-  if (it != waiting_.end() && it->second->due > 0 && --it->second->due == 0) cv_.notify_all();
+  if (it != waiting_.end() && it->second->owing.erase(stream) > 0) cv_.notify_all();
 }
 
-uint64_t Revocation::Start(const wire::RegionInfo &region) {
+uint64_t Revocation::Start(const wire::RegionInfo &region, bool tell_tcp) {
   std::vector<std::shared_ptr<tcp::TargetStream>> streams;
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto &[raw, weak] : peers_) {
-      if (auto s = weak.lock()) streams.push_back(std::move(s));
-    }
     id = next_id_++;
     auto p = std::make_shared<Pending>();
     p->region = region;
-    p->due = streams.size();
-    for (const auto &s : streams) p->streams.push_back(s);
+    for (const auto &[raw, peer] : peers_) {
+      if (!peer.direct && (!tell_tcp || peer.late)) continue;
+      auto s = peer.stream.lock();
+      if (s == nullptr) continue;
+      p->owing[raw] = {s, peer.direct};
+      p->direct_count += peer.direct ? 1 : 0;
+      streams.push_back(std::move(s));
+    }
     waiting_[id] = std::move(p);
   }
   // Each stream belongs to one worker thread: hand the push to it.
@@ -40,9 +55,31 @@ uint64_t Revocation::Start(const wire::RegionInfo &region) {
     // A worker that has stopped (Finalize) closed its streams: as good as
     // an acknowledgement (the copies are the peer's, but it is too late to
     // wait for them then).
-    if (!s->worker()->Post([s, id, region] { s->PushRevoke(id, region); })) OnAck(id);
+    if (!s->worker()->Post([s, id, region] { s->PushRevoke(id, region); })) OnAck(id, s.get());
   }
   return id;
+}
+
+void Revocation::WaitTcp(uint64_t id, std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = waiting_.find(id);
+  if (it == waiting_.end()) return;
+  const std::shared_ptr<Pending> p = it->second;
+  if (cv_.wait_for(lock, limit, [&] { return p->Owing(false) == 0 || forgotten_.count(id) != 0; })) return;
+  size_t late = 0;
+  for (auto &[raw, entry] : p->owing) {
+    if (entry.second) continue;
+    auto peer = peers_.find(raw);
+    if (peer != peers_.end() && !peer->second.direct) {
+      peer->second.late = true;
+      ++late;
+    }
+  }
+  HIXL_LOGW("revoking region 0x%llx+%llu: %zu peer(s) over tcp did not answer within %lld ms; not waited for (nor "
+            "told) any more: until they reconnect, their batches into deregistered memory may move their other "
+            "frames and end FAILED",
+            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len), late,
+            static_cast<long long>(limit.count()));
 }
 
 bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
@@ -51,7 +88,8 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   if (it == waiting_.end()) return forgotten_.count(id) == 0;  // confirmed (and erased) meanwhile, or given up on
   const std::shared_ptr<Pending> p = it->second;
   auto forgotten = [&] { return forgotten_.count(id) != 0; };
-  if (cv_.wait_for(lock, limit, [&] { return p->due == 0 || forgotten(); }) && p->due == 0) {
+  if (cv_.wait_for(lock, limit, [&] { return p->Owing(true) == 0 || forgotten(); }) && p->Owing(true) == 0) {
+    // (tcp peers still owing: their late answers find no entry, which is fine.)
     it = waiting_.find(id);
     if (it != waiting_.end() && it->second == p) waiting_.erase(it);
     return true;
@@ -60,13 +98,14 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   HIXL_LOGE("revoking region 0x%llx+%llu: %zu of %zu peer(s) on this host did not confirm within %lld ms that they "
             "stopped copying into it; hanging up on them, and the region stays unconfirmed until they close their "
             "end or exit",
-            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len), p->due,
-            p->streams.size(), static_cast<long long>(limit.count()));
+            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len),
+            p->Owing(true), p->direct_count, static_cast<long long>(limit.count()));
   // A peer that still holds the region in its table must not keep its
   // link: once the link is gone, a live peer stops copying and, to go on,
   // connects again and gets the table without the region.
-  for (const auto &weak : p->streams) {
-    if (auto s = weak.lock()) s->worker()->Post([s, id] { s->HangUpIfRevokePending(id); });
+  for (const auto &[raw, entry] : p->owing) {
+    if (!entry.second) continue;
+    if (auto s = entry.first.lock()) s->worker()->Post([s, id] { s->HangUpIfRevokePending(id); });
   }
   return false;
 }

@@ -1,14 +1,24 @@
-// revocation.h: DeregisterMem's reach into the peers that copy into this
-// engine's memory themselves (shm). Every control stream of a peer on this
-// host is told to forget the region, and DeregisterMem waits until each has
-// confirmed, so that no byte lands in memory after it was deregistered.
+// revocation.h: DeregisterMem's reach into the peers' copies of our region
+// table. Every connected peer's control stream is told to forget the region
+// (REVOKE), in two kinds:
 //
-// A peer confirms by acknowledging the REVOKE, or by closing its end of the
-// stream: it waits for its copies in flight before it does (and a process
-// that dies has no thread left copying by the time its sockets close). Our
-// own closing of the stream proves nothing, since the peer copies without
-// it: a peer we hang up on (no heartbeat, a protocol error, no answer to a
-// REVOKE) stays unconfirmed until its end closes (see TargetStream::HangUp).
+// - Peers on this host that copy into our memory themselves (shm). No byte
+//   may land after DeregisterMem returns, so it waits until each has
+//   confirmed. A peer confirms by acknowledging the REVOKE, or by closing its
+//   end of the stream: it waits for its copies in flight before it does (and
+//   a process that dies has no thread left copying by the time its sockets
+//   close). Our own closing of the stream proves nothing, since the peer
+//   copies without it: a peer we hang up on (no heartbeat, a protocol error,
+//   no answer to a REVOKE) stays unconfirmed until its end closes (see
+//   TargetStream::HangUp).
+// - Peers over tcp. We refuse their frames into the region ourselves, so
+//   nothing depends on them for safety; they are told so that a batch they
+//   start after DeregisterMem returned is refused whole by their own check
+//   (PARAM_INVALID, nothing moved) rather than in part by ours (FAILED,
+//   bytes moved elsewhere). DeregisterMem waits for them a short while
+//   (Engine::kNoticeLimit); one that does not answer in time is not waited
+//   for again (nor told any more) for the rest of its link, so a frozen or
+//   hostile peer costs that wait once per link.
 #pragma once
 
 #include <chrono>
@@ -27,30 +37,45 @@ namespace hixl {
 
 class Revocation {
  public:
-  void AddPeer(const std::shared_ptr<tcp::TargetStream> &stream);
+  // A peer's control stream; `direct`: it copies into our memory itself.
+  void AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct);
+  // It said it will not copy directly (NO_DIRECT): a tcp peer from now on.
+  // Revocations it owes as a direct peer are still waited for.
+  void SetIndirect(tcp::TargetStream *stream);
   void RemovePeer(tcp::TargetStream *stream);
-  // Sends REVOKE for `region` to every peer; returns the revocation's id
-  // to Wait on.
-  uint64_t Start(const wire::RegionInfo &region);
-  // Waits up to `limit` for every peer of revocation `id` to confirm. True:
-  // all did (the id is forgotten). False (logged): the ones that did not are
-  // hung up on, and the id stays, to Wait on again (or Forget). Always false
-  // once the id was forgotten unconfirmed.
+  // Sends REVOKE for `region` to every direct peer, and with `tell_tcp` to
+  // every tcp peer not late; returns the revocation's id to wait on.
+  uint64_t Start(const wire::RegionInfo &region, bool tell_tcp);
+  // Waits up to `limit` for the tcp peers of revocation `id` to answer;
+  // those that did not are late from now on (logged). Never hangs up.
+  void WaitTcp(uint64_t id, std::chrono::milliseconds limit);
+  // Waits up to `limit` for every direct peer of revocation `id` to confirm.
+  // True: all did (the id is forgotten). False (logged): the ones that did
+  // not are hung up on, and the id stays, to Wait on again (or Forget).
+  // Always false once the id was forgotten unconfirmed.
   bool Wait(uint64_t id, std::chrono::milliseconds limit);
   void Forget(uint64_t id);
-  void OnAck(uint64_t id);
+  // `stream` answered revocation `id` (or closed, which is as good).
+  void OnAck(uint64_t id, tcp::TargetStream *stream);
 
  private:
+  struct Peer {
+    std::weak_ptr<tcp::TargetStream> stream;
+    bool direct = false;
+    bool late = false;  // a tcp peer that did not answer a REVOKE in time
+  };
   struct Pending {
     wire::RegionInfo region;
-    size_t due = 0;  // confirmations still to come
-    std::vector<std::weak_ptr<tcp::TargetStream>> streams;
+    size_t direct_count = 0;  // direct peers told
+    // The peers that still owe an answer, with whether each is direct.
+    std::map<tcp::TargetStream *, std::pair<std::weak_ptr<tcp::TargetStream>, bool>> owing;
+    size_t Owing(bool direct) const;
   };
 
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
-  std::map<tcp::TargetStream *, std::weak_ptr<tcp::TargetStream>> peers_;
+  std::map<tcp::TargetStream *, Peer> peers_;
   // Shared: several callers may Wait on one id (a retried DeregisterMem and
   // Finalize), and one may erase it while another still waits.
   std::map<uint64_t, std::shared_ptr<Pending>> waiting_;

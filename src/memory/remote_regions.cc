@@ -10,6 +10,10 @@ namespace hixl {
 void RemoteRegions::RebuildLocked() {
   std::sort(regions_.begin(), regions_.end(),
             [](const auto &a, const auto &b) { return a.addr != b.addr ? a.addr < b.addr : a.len < b.len; });
+  MaxEndsLocked();
+}
+
+void RemoteRegions::MaxEndsLocked() {
   max_end_.clear();
   max_end_.reserve(regions_.size());
   uint64_t m = 0;
@@ -30,7 +34,7 @@ void RemoteRegions::Revoke(uint64_t addr, uint64_t len) {
   regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
                                 [&](const wire::RegionInfo &r) { return r.addr == addr && r.len == len; }),
                  regions_.end());
-  RebuildLocked();
+  MaxEndsLocked();  // (still sorted: every peer hears of every deregistration, so keep this linear)
 }
 
 void RemoteRegions::WaitForHolds() { std::unique_lock<std::shared_mutex> lock(mu_); }

@@ -1,10 +1,12 @@
 // remote_regions.h: an initiator's copy of a target's region table.
 //
 // Over TCP the copy only lets the initiator refuse a bad batch before any of
-// it is sent: the target checks again. Over shm it is the only check, so it
-// must never hold a region the target has deregistered: the target revokes
-// regions here (and waits for the acknowledgement) before DeregisterMem
-// returns. Copies into the target run under Hold(), which keeps the checked
+// it is sent: the target checks again (it revokes regions here too, and
+// waits a short while for the acknowledgement, so that a batch started after
+// its DeregisterMem returned is refused whole). Over shm it is the only
+// check, so it must never hold a region the target has deregistered: the
+// target revokes regions here (and waits for the acknowledgement) before
+// DeregisterMem returns. Copies into the target run under Hold(), which keeps the checked
 // ranges from being revoked until the copy is done.
 #pragma once
 
@@ -44,7 +46,8 @@ class RemoteRegions {
  private:
   bool ContainsLocked(uint64_t addr, uint64_t len) const { return FindLocked(addr, len) != SIZE_MAX; }
   size_t FindLocked(uint64_t addr, uint64_t len) const;
-  void RebuildLocked();
+  void RebuildLocked();   // sorts, then MaxEndsLocked
+  void MaxEndsLocked();   // max_end_ from the sorted regions_
 
   mutable std::shared_mutex mu_;
   std::vector<wire::RegionInfo> regions_;  // sorted by addr

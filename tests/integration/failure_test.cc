@@ -817,13 +817,15 @@ TEST(RevokeStall, AReaderTakingBytesSlowlyHoldsDeregisterMemAtMostTheLimit) {
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTcpTest, TcpNets(), NetName);
 
-TEST(StaleRegionTable, RemoteDeregisteredRegionIsParamInvalidWhenNothingMoved) {
-  // A peer on another host is not told of a deregistration: its copy of the
-  // target's table goes stale, and the target refuses frames into the
-  // region. A batch that moved nothing is PARAM_INVALID, as the spec says
-  // of ranges outside every remote region; one that moved part of its
-  // bytes elsewhere is FAILED. (The peer runs in its own PID namespace, so
-  // that the two engines do not take each other for same-host peers.)
+TEST(StaleRegionTable, ABatchIntoARegionDeregisteredBeforeItStartedMovesNothing) {
+  // A batch naming a region the remote deregistered before the batch began
+  // is PARAM_INVALID with no byte moved, as the spec says of ranges outside
+  // every remote region, also when other descriptors of it name live
+  // regions. A peer over tcp was not told of the deregistration: the target
+  // refused the frames into the region but moved the others (FAILED, the
+  // live region written). Now DeregisterMem tells tcp peers too and waits
+  // for their answer. (The peer runs in its own PID namespace, so that the
+  // two engines do not take each other for same-host peers.)
   if (geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace";
   PeerProcess peer;
   peer.prefix = {"unshare", "-pf", "--"};
@@ -853,10 +855,15 @@ TEST(StaleRegionTable, RemoteDeregisteredRegionIsParamInvalidWhenNothingMoved) {
   EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, to_gone, 3000), hixl::PARAM_INVALID);
   EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::READ, to_gone, 3000), hixl::PARAM_INVALID);
   EXPECT_EQ(peer.HashOf(gone_id, 0, kLen), untouched);
-  // Half of the batch lands in a live region: bytes moved, so FAILED.
+  // Half of the batch names a live region: refused whole, that one untouched too.
+  const uint64_t kept_before = peer.HashOf(kept_id, 0, kLen);
   std::vector<hixl::TransferOpDesc> mixed{{local.addr(), kept, kLen}, {local.addr() + kLen, gone, kLen}};
-  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, mixed, 3000), hixl::FAILED);
+  EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, mixed, 3000), hixl::PARAM_INVALID);
   EXPECT_EQ(peer.HashOf(gone_id, 0, kLen), untouched);
+  EXPECT_EQ(peer.HashOf(kept_id, 0, kLen), kept_before);
+  hixl::TransferReq req = nullptr;
+  EXPECT_EQ(e.TransferAsync(peer.name().c_str(), hixl::WRITE, mixed, {}, req), hixl::PARAM_INVALID);
+  EXPECT_EQ(peer.HashOf(kept_id, 0, kLen), kept_before);
   // The link is fine for what is still registered.
   std::vector<hixl::TransferOpDesc> to_kept{{local.addr(), kept, kLen}};
   EXPECT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, to_kept, 3000), hixl::SUCCESS);
@@ -986,6 +993,30 @@ TEST(SameHostClaim, AnUnprovenClaimGetsNoPidAndDoesNotHoldDeregisterMem) {
   EXPECT_EQ(peer.Command("DEREG " + std::to_string(handle)), "OK");
   EXPECT_LT(SecondsSince(t0), 3.0) << "DeregisterMem waited for a peer whose claim was never checked";
   close(liar);
+  peer.Stop();
+}
+
+TEST(RevokeNotice, APeerThatNeverAnswersCostsDeregisterMemOneWaitPerLink) {
+  // DeregisterMem tells peers over tcp to forget the region and waits a
+  // while for their answers. One that never answers (frozen, or hostile)
+  // must not make every DeregisterMem wait: only the first on its link.
+  PeerProcess peer;
+  ASSERT_TRUE(peer.Start());
+  size_t id = 0;
+  uintptr_t h1 = 0, h2 = 0;
+  ASSERT_NE(peer.AllocRegistered(1u << 20, &id, &h1), 0u);
+  ASSERT_NE(peer.AllocRegistered(1u << 20, &id, &h2), 0u);
+  int silent = RawHandshake(peer.name(), 83);  // reads nothing from now on
+  ASSERT_GE(silent, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(peer.Command("DEREG " + std::to_string(h1)), "OK");
+  const double first = SecondsSince(t0);
+  EXPECT_GT(first, 0.8) << "the silent peer was not waited for";
+  EXPECT_LT(first, 3.0);
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(peer.Command("DEREG " + std::to_string(h2)), "OK");
+  EXPECT_LT(SecondsSince(t0), 0.5) << "the silent peer was waited for again";
+  close(silent);
   peer.Stop();
 }
 

@@ -28,12 +28,13 @@ class TargetContext {
   // whether the peer may copy into our memory itself (a proven process of
   // this host); if not, the HELLO_ACK names no pid.
   virtual bool OnControlStream(const std::shared_ptr<TargetStream> &stream, const wire::Hello &hello) = 0;
-  // Also when its peer says it will not copy directly (NO_DIRECT): later
-  // revocations skip it.
   virtual void OnControlStreamClosed(TargetStream *stream) = 0;
-  // The peer has forgotten the region of revocation `id` (or closed its end
-  // of the stream, which is as good; see Revocation).
-  virtual void OnRevokeAck(uint64_t id) = 0;
+  // Its peer says it will not copy directly (NO_DIRECT): later revocations
+  // need not wait for it as for one that does.
+  virtual void OnNoDirect(TargetStream *stream) = 0;
+  // The peer of `stream` has forgotten the region of revocation `id` (or
+  // closed its end of the stream, which is as good; see Revocation).
+  virtual void OnRevokeAck(uint64_t id, TargetStream *stream) = 0;
 };
 
 }  // namespace hixl::tcp

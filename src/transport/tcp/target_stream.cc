@@ -191,7 +191,7 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   CloseKeptFd(fd_);
   fd_ = -1;
   // A closed peer cannot hold a stale region any more: its revocations are done.
-  for (uint64_t id : revokes_) ctx_->OnRevokeAck(id);
+  for (uint64_t id : revokes_) ctx_->OnRevokeAck(id, this);
   revokes_.clear();
   if (control_) ctx_->OnControlStreamClosed(this);
 }
@@ -246,7 +246,7 @@ void TargetStream::QueueReply(wire::MsgType type, uint32_t status, std::vector<u
 
 void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   if (fd_ < 0) {
-    ctx_->OnRevokeAck(id);
+    ctx_->OnRevokeAck(id, this);
     return;
   }
   if (draining_) {  // cannot be sent: confirmed when the peer's end closes
@@ -393,9 +393,10 @@ bool TargetStream::OnHeader() {
     if (direct_) {
       // It chose tcp: nothing of it lands but through our sockets, so its
       // stream closes for good when we end it, and later revocations need
-      // not wait for it (those pending still get its acknowledgement).
+      // not wait for it as for a direct peer (those pending still get its
+      // acknowledgement).
       direct_ = false;
-      ctx_->OnControlStreamClosed(this);
+      ctx_->OnNoDirect(this);
       HIXL_LOGI("serving %s: it uses tcp, not direct copies", who_.c_str());
     }
     return true;
@@ -407,7 +408,7 @@ bool TargetStream::OnHeader() {
       return false;
     }
     revokes_.erase(it);
-    ctx_->OnRevokeAck(cur_.req_id);
+    ctx_->OnRevokeAck(cur_.req_id, this);
     return true;
   }
   if (cur_.body_len == 0) return OnRequest();

@@ -40,7 +40,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
 
   // Worker thread only: asks the peer to forget `region`; the peer answers
   // REVOKE_ACK with `id` (ctx->OnRevokeAck). If the stream is or becomes
-  // closed first, OnRevokeAck(id) is called anyway.
+  // closed first, OnRevokeAck(id, this) is called anyway.
   void PushRevoke(uint64_t id, const wire::RegionInfo &region);
   // Worker thread only: hangs up (see HangUp) if revocation `id` is still
   // unacknowledged.
