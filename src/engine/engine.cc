@@ -269,8 +269,10 @@ Status Engine::OnHello(const wire::Hello &hello, wire::HelloAck *ack) {
   return SUCCESS;
 }
 
-Status Engine::OnNotify(uint64_t link_key, wire::Notify &&notify) {
-  return inbox_.Push(link_key, std::move(notify.name), std::move(notify.msg));
+Status Engine::OnNotify(uint64_t link_key, const std::string &peer, wire::Notify &&notify) {
+  // Shared by address, not port: one host's many links take a share.
+  const std::string host = peer.substr(0, peer.rfind(':'));
+  return inbox_.Push(link_key, host, std::move(notify.name), std::move(notify.msg));
 }
 
 bool Engine::SameKernel(const wire::HostIdentity &other) const {

@@ -74,7 +74,7 @@ class Engine : public tcp::TargetContext {
   std::shared_ptr<const RegionTable> Regions() override { return registry_.Snapshot(); }
   std::vector<wire::RegionInfo> ExportRegions() override { return registry_.Export(); }
   Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) override;
-  Status OnNotify(uint64_t link_key, wire::Notify &&notify) override;
+  Status OnNotify(uint64_t link_key, const std::string &peer, wire::Notify &&notify) override;
   bool OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
   void OnControlStreamClosed(tcp::TargetStream *stream) override;
   void OnNoDirect(tcp::TargetStream *stream) override { revocation_.SetIndirect(stream); }

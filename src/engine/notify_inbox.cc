@@ -4,7 +4,7 @@
 
 namespace hixl {
 
-Status NotifyInbox::Push(uint64_t link, std::string name, std::string msg) {
+Status NotifyInbox::Push(uint64_t link, const std::string &host, std::string name, std::string msg) {
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.size() >= kMaxUnread) {
     HIXL_LOGW("notify '%s' refused: %zu notifies are unread", LogSafe(name).c_str(), entries_.size());
@@ -16,7 +16,14 @@ Status NotifyInbox::Push(uint64_t link, std::string name, std::string msg) {
               static_cast<unsigned long long>(link), n);
     return NOTIFY_FAILED;
   }
+  size_t &from_host = unread_by_host_[host];
+  if (from_host >= kMaxUnreadPerHost) {
+    HIXL_LOGW("notify '%s' refused: %s already has %zu unread notifies", LogSafe(name).c_str(), LogSafe(host).c_str(),
+              from_host);
+    return NOTIFY_FAILED;
+  }
   ++n;
+  ++from_host;
   entries_.push_back({link, std::move(name), std::move(msg)});
   return SUCCESS;
 }
@@ -27,6 +34,7 @@ std::vector<NotifyDesc> NotifyInbox::Drain() {
     std::lock_guard<std::mutex> lock(mu_);
     taken.swap(entries_);
     unread_.clear();
+    unread_by_host_.clear();
   }
   std::vector<NotifyDesc> out;
   out.reserve(taken.size());

@@ -13,14 +13,18 @@ namespace hixl {
 
 class NotifyInbox {
  public:
-  // Unread notifies one link may have before further ones are refused; and
-  // all links together (a peer names its links, so it could open many).
+  // Unread notifies one link may have before further ones are refused; all
+  // links from one address together (a peer names its links, so it could
+  // open many: it takes at most a quarter, never all of the room); and all
+  // links.
   static constexpr size_t kMaxUnreadPerLink = 4096;
+  static constexpr size_t kMaxUnreadPerHost = 16384;
   static constexpr size_t kMaxUnread = 65536;
 
   // SUCCESS, or NOTIFY_FAILED when `link` already has kMaxUnreadPerLink
-  // unread, or the inbox kMaxUnread.
-  Status Push(uint64_t link, std::string name, std::string msg);
+  // unread, its `host` (the peer's address) kMaxUnreadPerHost, or the inbox
+  // kMaxUnread.
+  Status Push(uint64_t link, const std::string &host, std::string name, std::string msg);
   // Every notify received so far, in arrival order; the inbox forgets them.
   std::vector<NotifyDesc> Drain();
 
@@ -32,7 +36,8 @@ class NotifyInbox {
   };
   std::mutex mu_;
   std::vector<Entry> entries_;
-  std::map<uint64_t, size_t> unread_;
+  std::map<uint64_t, size_t> unread_;             // by link
+  std::map<std::string, size_t> unread_by_host_;
 };
 
 }  // namespace hixl

@@ -22,7 +22,8 @@ class TargetContext {
   // Judges a HELLO: SUCCESS and a filled `ack`, or a refusal with ack->reason.
   virtual Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) = 0;
   // A notify arrived on link `link_key`: SUCCESS or NOTIFY_FAILED.
-  virtual Status OnNotify(uint64_t link_key, wire::Notify &&notify) = 0;
+  // `peer`: its address ("ip:port" or "[ip]:port").
+  virtual Status OnNotify(uint64_t link_key, const std::string &peer, wire::Notify &&notify) = 0;
   // The first stream of a link is being handshaken (before OnHello) /
   // closed. Regions are revoked at peers through these streams. Returns
   // whether the peer may copy into our memory itself (a proven process of

@@ -474,7 +474,7 @@ bool TargetStream::OnRequest() {
         HangUp("protocol error: malformed NOTIFY", true);
         return false;
       }
-      QueueReply(wire::MsgType::kNotifyAck, ctx_->OnNotify(link_key_, std::move(n)));
+      QueueReply(wire::MsgType::kNotifyAck, ctx_->OnNotify(link_key_, peer_, std::move(n)));
       return true;
     }
     case wire::MsgType::kRegionsReq: {
