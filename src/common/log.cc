@@ -1,9 +1,11 @@
 #include "common/log.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +38,31 @@ const char *Basename(const char *path) {
   return slash == nullptr ? path : slash + 1;
 }
 
+// The local time's offset from UTC, looked up (localtime_r) at most once a
+// minute rather than for each line: localtime_r takes a glibc lock that
+// fork() does not reset, so the child of a fork whose parent thread was in it
+// would hang in its first log line. The child never looks it up again.
+std::atomic<long> g_utc_offset{0};
+std::atomic<int64_t> g_offset_at{INT64_MIN / 2};  // CLOCK_REALTIME seconds of the last look
+std::atomic<bool> g_in_fork_child{false};
+
+long UtcOffset(time_t now) {
+  if (!g_in_fork_child.load(std::memory_order_relaxed) &&
+      now - g_offset_at.load(std::memory_order_relaxed) >= 60) {
+    tm parts{};
+    localtime_r(&now, &parts);
+    g_utc_offset.store(parts.tm_gmtoff, std::memory_order_relaxed);
+    g_offset_at.store(now, std::memory_order_relaxed);
+  }
+  return g_utc_offset.load(std::memory_order_relaxed);
+}
+
+// Looked up once as the library loads (no thread of ours runs yet).
+const int g_log_init = [] {
+  UtcOffset(time(nullptr));
+  return pthread_atfork(nullptr, nullptr, [] { g_in_fork_child.store(true); });
+}();
+
 }  // namespace
 
 bool LogEnabled(LogLevel level) { return level <= Level(); }
@@ -52,12 +79,12 @@ void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...)
 
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
-  tm parts{};
-  localtime_r(&ts.tv_sec, &parts);
+  const int64_t day_s = ((static_cast<int64_t>(ts.tv_sec) + UtcOffset(ts.tv_sec)) % 86400 + 86400) % 86400;
   // One fprintf per line so that lines from several threads do not interleave.
   std::fprintf(stderr, "[hixl %c %02d:%02d:%02d.%06ld %d:%ld %s:%d] %s\n", kTag[static_cast<int>(level)],
-               parts.tm_hour, parts.tm_min, parts.tm_sec, ts.tv_nsec / 1000, static_cast<int>(getpid()),
-               static_cast<long>(syscall(SYS_gettid)), Basename(file), line, msg);
+               static_cast<int>(day_s / 3600), static_cast<int>(day_s / 60 % 60), static_cast<int>(day_s % 60),
+               ts.tv_nsec / 1000, static_cast<int>(getpid()), static_cast<long>(syscall(SYS_gettid)), Basename(file),
+               line, msg);
 }
 
 std::string LogSafe(const std::string &s, size_t max) {

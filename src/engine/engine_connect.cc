@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 #include "engine/engine.h"
 #include "transport/shm/shm_channel.h"
@@ -181,7 +182,7 @@ uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) 
       HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
       return 1;  // one TCP stream for control
     }
-    if (pidfd >= 0) close(pidfd);
+    CloseKeptFd(pidfd);
     if (allow_tcp) HIXL_LOGW("link to %s: not using shm: %s; falling back to tcp", link.name.c_str(), why.c_str());
   }
   if (!allow_tcp) {

@@ -1,5 +1,7 @@
 #include "memory/registry.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,9 +15,16 @@ namespace hixl {
 namespace {
 
 // One process-wide condition for "a revoked region lost a pin": deregistration
-// is rare, so sharing it costs nothing and keeps Region small.
-std::mutex g_unpin_mu;
-std::condition_variable g_unpin_cv;
+// is rare, so sharing it costs nothing and keeps Region small. Never
+// destroyed, and made anew in the child of a fork(): a parent thread may hold
+// the lock there, or be counted as waiting (which made the child's exit wait
+// for ever in the condition variable's destructor).
+struct Unpin {
+  std::mutex mu;
+  std::condition_variable cv;
+};
+Unpin *g_unpin = new Unpin();
+const int g_unpin_atfork = pthread_atfork(nullptr, nullptr, [] { g_unpin = new Unpin(); });
 
 }  // namespace
 
@@ -81,8 +90,8 @@ void PinSet::Release() {
 }
 
 void Registry::NotifyUnpinned() {
-  std::lock_guard<std::mutex> lock(g_unpin_mu);
-  g_unpin_cv.notify_all();
+  std::lock_guard<std::mutex> lock(g_unpin->mu);
+  g_unpin->cv.notify_all();
 }
 
 Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *handle) {
@@ -134,10 +143,11 @@ std::shared_ptr<Region> Registry::Revoke(MemHandle handle) {
 
 void Registry::WaitUnpinned(const Region &r) {
   auto last_log = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(g_unpin_mu);
+  Unpin *unpin = g_unpin;
+  std::unique_lock<std::mutex> lock(unpin->mu);
   while (r.pins.load() != 0) {
     // The timed wait also covers an unpin that raced with revoked=true.
-    g_unpin_cv.wait_for(lock, std::chrono::milliseconds(5));
+    unpin->cv.wait_for(lock, std::chrono::milliseconds(5));
     if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(1)) {
       HIXL_LOGW("DeregisterMem: region 0x%lx+%zu still has %ld transfer(s) in flight; waiting",
                 static_cast<unsigned long>(r.addr), r.len, static_cast<long>(r.pins.load()));

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "common/fork_fds.h"
 #include "common/log.h"
 
 namespace hixl::shm {
@@ -67,7 +68,8 @@ int ShmChannel::OpenPidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   // A pidfd tells reliably when the target exits, so that a recycled pid
   // never receives our bytes.
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  // Kept for the link's life: closed in a fork's child (see fork_fds.h).
+  return OpenKeptFd([pid] { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); });
 #else
   (void)pid;
   errno = ENOSYS;
@@ -99,9 +101,7 @@ ShmChannel::~ShmChannel() {
   for (const auto *c : all) core_->Cancel(c);
 }
 
-ShmChannel::Core::~Core() {
-  if (pidfd >= 0) close(pidfd);
-}
+ShmChannel::Core::~Core() { CloseKeptFd(pidfd); }
 
 bool ShmChannel::Core::TargetAlive() const {
   if (!alive()) return false;
