@@ -93,13 +93,14 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   // then say so. The link may be gone by then; the target then counts the
   // closed stream as the answer.
   std::weak_ptr<Link> weak = link;
-  params.on_push = [weak](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body) {
+  params.on_push = [weak](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body,
+                          uint64_t rx_order) {
     wire::RegionInfo region;
     auto l = weak.lock();
     if (l == nullptr || type != wire::MsgType::kRevoke || !wire::DecodeRevoke(body.data(), body.size(), &region)) {
       return;
     }
-    l->remote_regions.Revoke(region.addr, region.len);
+    l->remote_regions.Revoke(region.addr, region.len, rx_order);
     HIXL_LOGD("%s: region 0x%llx+%llu revoked by the target", l->name.c_str(),
               static_cast<unsigned long long>(region.addr), static_cast<unsigned long long>(region.len));
     std::vector<std::unique_ptr<tcp::Request>> ack;

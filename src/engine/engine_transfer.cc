@@ -47,12 +47,13 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
   auto done = std::make_shared<Completion>();
   auto result = std::make_shared<std::string>("no reply");
   auto req = tcp::MakeRequest(wire::MsgType::kRegionsReq, {}, done);
-  // Applied on the I/O thread, in stream order: a REVOKE that the target
-  // sends after this reply is applied after it, never before. The reply may
-  // be applied after this call gave up waiting, by when the link may be
-  // gone: hence the weak reference.
+  // Applied with its place on the control stream: a REVOKE that the target
+  // sent after this reply but that another thread applied first is not
+  // undone by it (RemoteRegions::Replace). The reply may be applied after
+  // this call gave up waiting, by when the link may be gone: hence the weak
+  // reference.
   std::weak_ptr<Link> weak = link;
-  req->on_reply = [result, weak](std::vector<uint8_t> &&body) {
+  req->on_reply = [result, weak](std::vector<uint8_t> &&body, uint64_t rx_order) {
     auto l = weak.lock();
     if (l == nullptr) return;
     std::vector<wire::RegionInfo> table;
@@ -61,7 +62,7 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
       *result = "malformed";
       return;
     }
-    l->remote_regions.Replace(std::move(table));
+    l->remote_regions.Replace(std::move(table), rx_order);
     *result = "ok";
   };
   link->tcp->SubmitControl(std::move(req));

@@ -23,17 +23,33 @@ void RemoteRegions::MaxEndsLocked() {
   }
 }
 
-void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions) {
+void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions, uint64_t order) {
   std::unique_lock<std::shared_mutex> lock(mu_);
+  if (order < table_order_) return;  // a newer table is in place
+  table_order_ = order;
+  // (Revocations too may be applied out of order: not sorted.)
+  tombstones_.erase(std::remove_if(tombstones_.begin(), tombstones_.end(),
+                                   [order](const auto &t) { return t.first <= order; }),
+                    tombstones_.end());
+  // What was revoked after this table was sent is not in it any more.
+  for (const auto &[at, gone] : tombstones_) {
+    regions.erase(std::remove_if(regions.begin(), regions.end(),
+                                 [&](const wire::RegionInfo &r) { return r.addr == gone.addr && r.len == gone.len; }),
+                  regions.end());
+  }
   regions_ = std::move(regions);
   RebuildLocked();
 }
 
-void RemoteRegions::Revoke(uint64_t addr, uint64_t len) {
+void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
                                 [&](const wire::RegionInfo &r) { return r.addr == addr && r.len == len; }),
                  regions_.end());
+  if (order > table_order_) {
+    tombstones_.emplace_back(order, wire::RegionInfo{addr, len});
+    if (tombstones_.size() > kMaxTombstones) tombstones_.pop_front();
+  }
   MaxEndsLocked();  // (still sorted: every peer hears of every deregistration, so keep this linear)
 }
 

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <deque>
+#include <utility>
 #include <shared_mutex>
 #include <vector>
 
@@ -21,9 +23,14 @@ namespace hixl {
 
 class RemoteRegions {
  public:
-  void Replace(std::vector<wire::RegionInfo> regions);
+  // Tables and revocations arrive on the link's control stream; `order` is
+  // the frame's place in it (0: the handshake's). Several threads read a
+  // stream, and each applies what it read after letting go of the stream, so
+  // they may apply out of order: a table is applied without the regions
+  // revoked after it, and not at all if a later table was applied already.
+  void Replace(std::vector<wire::RegionInfo> regions, uint64_t order = 0);
   // Removes the region (addr, len) exactly; waits for Holds using it.
-  void Revoke(uint64_t addr, uint64_t len);
+  void Revoke(uint64_t addr, uint64_t len, uint64_t order);
   bool Contains(uint64_t addr, uint64_t len) const;
   // Returns once no Hold taken before the call is alive: a copy that checks,
   // under its Hold, a flag set before this call sees it.
@@ -49,9 +56,16 @@ class RemoteRegions {
   void RebuildLocked();   // sorts, then MaxEndsLocked
   void MaxEndsLocked();   // max_end_ from the sorted regions_
 
+  // Revocations kept for a table that arrived before them but is applied
+  // after them; the newest only: the race is between two threads that each
+  // just read a frame.
+  static constexpr size_t kMaxTombstones = 4096;
+
   mutable std::shared_mutex mu_;
   std::vector<wire::RegionInfo> regions_;  // sorted by addr
   std::vector<uint64_t> max_end_;
+  uint64_t table_order_ = 0;  // of the table applied last
+  std::deque<std::pair<uint64_t, wire::RegionInfo>> tombstones_;  // (order, region), newer than table_order_, by arrival
 };
 
 }  // namespace hixl

@@ -872,6 +872,69 @@ TEST(StaleRegionTable, ABatchIntoARegionDeregisteredBeforeItStartedMovesNothing)
   peer.Stop();
 }
 
+TEST(StaleRegionTable, ARefreshRacingARevocationDoesNotBringTheRegionBack) {
+  // Threads that send on stream 0 also read it (a TransferSync receives its
+  // own replies), so a region table (a refresh's reply) read by one thread
+  // could be applied after a REVOKE that came after it, read and applied by
+  // another: the region was back in the initiator's table, and a batch
+  // started after DeregisterMem returned moved its live part (about 1% of
+  // the rounds here). Tables and revocations are now applied by their place
+  // on the stream.
+  hixl::Hixl target, ini;
+  std::string name;
+  for (int p = 43000 + getpid() % 3000, i = 0; i < 50 && name.empty(); ++i, ++p) {
+    const std::string n = "127.0.0.1:" + std::to_string(p);
+    if (target.Initialize(n.c_str(), {}) == hixl::SUCCESS) name = n;
+  }
+  ASSERT_FALSE(name.empty());
+  LocalBuffer live(8u << 20), r(4u << 20), unreg(4096), local(16u << 20);
+  RegisterWith(target, live);
+  ASSERT_EQ(ini.Initialize("127.0.0.1", ResourceConfig(
+                                            "{\"comm_resource_config.protocol_desc\": [\"tcp:host\"], "
+                                            "\"tcp.streams_per_link\": 1}",
+                                            {{hixl::OPTION_BUFFER_POOL, "0:0"}})),
+            hixl::SUCCESS);
+  RegisterWith(ini, local);
+  ASSERT_EQ(ini.Connect(name.c_str(), 5000), hixl::SUCCESS);
+  auto desc = [&](size_t local_off, uintptr_t remote, size_t len) {
+    return hixl::TransferOpDesc{local.addr() + local_off, remote, len};
+  };
+  hixl::SetLogLevel(hixl::LogLevel::kError);
+  QuietStderr quiet;  // the refresher's batches are refused (and logged) on every round
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&] {  // small transfers on stream 0, each reading the stream
+      const std::vector<hixl::TransferOpDesc> d{desc(9u << 20, live.addr() + (5u << 20), 64)};
+      for (int i = 0; i < 1000000 && !stop; ++i) ini.TransferSync(name.c_str(), hixl::WRITE, d, 3000);
+    });
+  }
+  threads.emplace_back([&] {  // names memory the target never registered: a refresh every time
+    const std::vector<hixl::TransferOpDesc> d{desc(10u << 20, unreg.addr(), 64)};
+    for (int i = 0; i < 1000000 && !stop; ++i) ini.TransferSync(name.c_str(), hixl::WRITE, d, 3000);
+  });
+  int rounds = 0, moved = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (SecondsSince(t0) < 3.0) {
+    hixl::MemHandle h = RegisterWith(target, r);
+    std::this_thread::sleep_for(std::chrono::microseconds(200 + (rounds % 7) * 50));
+    ASSERT_EQ(target.DeregisterMem(h), hixl::SUCCESS);
+    live.data()[0] = 0;
+    local.data()[0] = 0xCD;
+    const std::vector<hixl::TransferOpDesc> mixed{desc(0, live.addr(), 4u << 20), desc(4u << 20, r.addr(), 4u << 20)};
+    if (ini.TransferSync(name.c_str(), hixl::WRITE, mixed, 3000) != hixl::PARAM_INVALID || live.data()[0] != 0) {
+      ++moved;
+    }
+    ++rounds;
+  }
+  stop = true;
+  for (auto &t : threads) t.join();
+  EXPECT_GT(rounds, 100);
+  EXPECT_EQ(moved, 0) << "of " << rounds << " rounds, batches started after DeregisterMem moved bytes";
+  ini.Finalize();
+  target.Finalize();
+}
+
 // Plays a target on another host for up to `n` streams of one link on
 // `listen_fd`: accepts each and answers its HELLO (offering `regions`).
 // Returns the streams that got that far.

@@ -2,6 +2,7 @@
 // a hixl_test_peer process, connected over 127.0.0.1 or ::1.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -38,6 +39,30 @@ class LocalBuffer {
  private:
   uint8_t *p_;
   size_t len_;
+};
+
+// Sends this process's stderr to /dev/null while alive (tests whose threads
+// log on every call).
+class QuietStderr {
+ public:
+  QuietStderr() : saved_(dup(2)) {
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, 2);
+      close(null);
+    }
+  }
+  ~QuietStderr() {
+    if (saved_ >= 0) {
+      dup2(saved_, 2);
+      close(saved_);
+    }
+  }
+  QuietStderr(const QuietStderr &) = delete;
+  QuietStderr &operator=(const QuietStderr &) = delete;
+
+ private:
+  int saved_;
 };
 
 inline double SecondsSince(std::chrono::steady_clock::time_point t0) {

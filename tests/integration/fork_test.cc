@@ -2,7 +2,6 @@
 // copy of every engine but none of its threads; what it inherits must not
 // hang it, and must not keep the parent's sockets open.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,30 +30,6 @@ int Reap(pid_t pid, double seconds) {
 }
 
 bool ExitedWith0(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-
-// Sends this process's stderr to /dev/null while alive (tests whose threads
-// log on every call).
-class QuietStderr {
- public:
-  QuietStderr() : saved_(dup(2)) {
-    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (null >= 0) {
-      dup2(null, 2);
-      close(null);
-    }
-  }
-  ~QuietStderr() {
-    if (saved_ >= 0) {
-      dup2(saved_, 2);
-      close(saved_);
-    }
-  }
-  QuietStderr(const QuietStderr &) = delete;
-  QuietStderr &operator=(const QuietStderr &) = delete;
-
- private:
-  int saved_;
-};
 
 TEST(ForkTest, AChildIsNotHeldByLocksThatParentThreadsHeldAtTheFork) {
   // Parent threads keep taking locks the library uses: those of Hixl

@@ -536,7 +536,7 @@ TEST_F(BatchCheckTest, ForgetRemoteDropsARevokedCachedRegion) {
   std::vector<TransferOpDesc> first = {{kL1, a, 0x10}};
   ASSERT_EQ(check.Run(first, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
 
-  remote.Revoke(a, 0x1000);
+  remote.Revoke(a, 0x1000, 1);
   check.ForgetRemote();
   std::vector<TransferOpDesc> second = {{kL1 + 0x100, a + 0x100, 0x10}};
   auto res = check.Run(second, 0, &pins_, &direct_, &relayed_);

@@ -193,14 +193,14 @@ TEST(RemoteRegionsTest, RevokeRemovesExactlyThatRegion) {
   RegionInfo found{};
 
   // No region is exactly (0x1000, 0x801) or (0x1800, 0x100): nothing changes.
-  rr.Revoke(0x1000, 0x801);
-  rr.Revoke(0x1800, 0x100);
-  rr.Revoke(0x1001, 0x800);
+  rr.Revoke(0x1000, 0x801, 1);
+  rr.Revoke(0x1800, 0x100, 1);
+  rr.Revoke(0x1001, 0x800, 1);
   EXPECT_TRUE(rr.Contains(0x1000, 0x1000));
   EXPECT_TRUE(rr.Contains(0x9000, 0x100));
 
   // Revoking the big region leaves the two overlapping ones.
-  rr.Revoke(big.addr, big.len);
+  rr.Revoke(big.addr, big.len, 1);
   EXPECT_FALSE(rr.Contains(0x1000, 0x1000));
   EXPECT_FALSE(rr.Contains(0x17f0, 0x20));  // spans head and tail: no single region
   ASSERT_TRUE(rr.Find(0x1000, 0x800, &found));
@@ -210,25 +210,55 @@ TEST(RemoteRegionsTest, RevokeRemovesExactlyThatRegion) {
   EXPECT_TRUE(rr.Contains(0x9000, 0x100));
 
   // Revoking head leaves tail.
-  rr.Revoke(head.addr, head.len);
+  rr.Revoke(head.addr, head.len, 1);
   EXPECT_FALSE(rr.Contains(0x1000, 1));
   EXPECT_TRUE(rr.Contains(0x1800, 0x800));
 
   // Revoking twice is harmless.
-  rr.Revoke(head.addr, head.len);
+  rr.Revoke(head.addr, head.len, 1);
   EXPECT_TRUE(rr.Contains(0x1800, 0x800));
 
-  rr.Revoke(tail.addr, tail.len);
+  rr.Revoke(tail.addr, tail.len, 1);
   EXPECT_FALSE(rr.Contains(0x1800, 1));
   EXPECT_TRUE(rr.Contains(0x9000, 0x100));
-  rr.Revoke(other.addr, other.len);
+  rr.Revoke(other.addr, other.len, 1);
   EXPECT_FALSE(rr.Contains(0x9000, 1));
+}
+
+TEST(RemoteRegionsTest, ATableAppliedAfterALaterRevocationDoesNotBringTheRegionBack) {
+  // Threads that each read part of the control stream apply what they read
+  // in any order: a table (frame 3) applied after a REVOKE (frame 5) must
+  // not revive the region, a table sent after the revocation (frame 7, the
+  // memory registered again) shows it, and a table older than the one in
+  // place (frame 6 after 7) changes nothing.
+  RemoteRegions rr;
+  const RegionInfo a{0x1000, 0x1000}, b{0x4000, 0x1000}, c{0x8000, 0x1000};
+  rr.Replace({a, b});
+  rr.Revoke(a.addr, a.len, 5);
+  EXPECT_FALSE(rr.Contains(a.addr, a.len));
+  rr.Replace({a, b, c}, 3);
+  EXPECT_FALSE(rr.Contains(a.addr, a.len)) << "revived by an older table";
+  EXPECT_TRUE(rr.Contains(b.addr, b.len));
+  EXPECT_TRUE(rr.Contains(c.addr, c.len));
+  rr.Replace({a, b}, 7);
+  EXPECT_TRUE(rr.Contains(a.addr, a.len));
+  EXPECT_FALSE(rr.Contains(c.addr, c.len));
+  rr.Replace({c}, 6);
+  EXPECT_TRUE(rr.Contains(a.addr, a.len)) << "an older table replaced a newer one";
+  EXPECT_FALSE(rr.Contains(c.addr, c.len));
+  // Revocations applied out of order too: the table in between keeps the
+  // one revoked after it out, and lets the one revoked before it back.
+  rr.Revoke(b.addr, b.len, 12);
+  rr.Revoke(a.addr, a.len, 9);
+  rr.Replace({a, b}, 10);
+  EXPECT_TRUE(rr.Contains(a.addr, a.len));
+  EXPECT_FALSE(rr.Contains(b.addr, b.len));
 }
 
 TEST(RemoteRegionsTest, RevokeTheInnerRegionKeepsTheOuter) {
   RemoteRegions rr;
   rr.Replace({{0x1000, 0x1000}, {0x1400, 0x100}});
-  rr.Revoke(0x1400, 0x100);
+  rr.Revoke(0x1400, 0x100, 1);
   RegionInfo found{};
   ASSERT_TRUE(rr.Find(0x1400, 0x100, &found));
   EXPECT_TRUE(SameRegion(found, {0x1000, 0x1000}));
@@ -240,7 +270,7 @@ TEST(RemoteRegionsTest, SearchStillCorrectAfterRevokeShrinksMaxEnd) {
   RemoteRegions rr;
   rr.Replace({{0x1000, 0x10000}, {0x2000, 0x10}, {0x3000, 0x10}});
   EXPECT_TRUE(rr.Contains(0x3100, 0x10));
-  rr.Revoke(0x1000, 0x10000);
+  rr.Revoke(0x1000, 0x10000, 1);
   EXPECT_FALSE(rr.Contains(0x3100, 0x10));
   EXPECT_FALSE(rr.Contains(0x2000, 0x20));
   EXPECT_TRUE(rr.Contains(0x2000, 0x10));
@@ -271,7 +301,7 @@ TEST(RemoteRegionsTest, RevokeWaitsForHold) {
 
   std::thread t([&] {
     started = true;
-    rr.Revoke(0x1000, 0x1000);
+    rr.Revoke(0x1000, 0x1000, 1);
     revoked_at = NowNs();
     revoked = true;
   });
@@ -357,7 +387,7 @@ TEST(RemoteRegionsTest, ConcurrentRevokesAndLookups) {
       if (!rr.Contains(0x10000800, 0x10)) ++misses;
     }
   });
-  for (uint64_t i = 0; i < 256; ++i) rr.Revoke(0x100000 + i * 0x1000, 0x800);
+  for (uint64_t i = 0; i < 256; ++i) rr.Revoke(0x100000 + i * 0x1000, 0x800, 1);
   stop = true;
   reader.join();
   EXPECT_EQ(misses.load(), 0);

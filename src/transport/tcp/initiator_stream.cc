@@ -471,6 +471,7 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
     f.body = reader_.TakeBody();
     f.push_type = cur_.type;
     f.push_id = cur_.req_id;
+    f.rx_order = ++rx_frames_;
     reader_.ExpectHeader();
     rx_push_ = false;
     fin->push_back(std::move(f));
@@ -487,6 +488,7 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   if (f.req->stage_in && !f.req->abandoned && cur_.payload_len > 0) ScatterFrom(f.req->staged.data(), f.req->in);
   --send_idx_;
   f.status = WireStatus(cur_.status);
+  f.rx_order = ++rx_frames_;
   // The batch was checked against the target's regions before it was sent:
   // a refusal now means a region went away meanwhile (our copy of the table
   // was stale). This frame moved nothing, but others of the batch may have:
@@ -544,11 +546,11 @@ void InitiatorStream::Complete(FinishedList *fin) {
   bool abandoned_write = false;
   for (auto &f : *fin) {
     if (f.req == nullptr) {
-      if (on_push_) on_push_(*this, f.push_type, f.push_id, std::move(f.body));
+      if (on_push_) on_push_(*this, f.push_type, f.push_id, std::move(f.body), f.rx_order);
       continue;
     }
     abandoned_write = abandoned_write || (f.req->abandoned && f.req->type == wire::MsgType::kWriteReq);
-    if (f.status == SUCCESS && f.req->on_reply && !f.req->abandoned) f.req->on_reply(std::move(f.body));
+    if (f.status == SUCCESS && f.req->on_reply && !f.req->abandoned) f.req->on_reply(std::move(f.body), f.rx_order);
     if (f.req->done) f.req->done->PartDone(f.status);
     buffers_.Give(std::move(f.req->staged));
   }

@@ -55,8 +55,11 @@ struct Request {
   ByteBuffer staged;
   bool stage_in = false;
   std::shared_ptr<Completion> done;
-  // Control replies (regions, notify): gets the reply body on success.
-  std::function<void(std::vector<uint8_t> &&)> on_reply;
+  // Control replies (regions, notify): gets the reply body on success, and
+  // its place among the frames received on the stream (from 1): threads
+  // that each read part of the stream run these after letting go of it, so
+  // a later frame's callback may run first.
+  std::function<void(std::vector<uint8_t> &&, uint64_t rx_order)> on_reply;
 
   // Stream-private state.
   std::vector<iovec> out;  // hdr + body + payload
@@ -67,11 +70,12 @@ struct Request {
 
 class InitiatorStream : public Pollable, public std::enable_shared_from_this<InitiatorStream> {
  public:
-  // Frames the target sends unasked (REVOKE), with their req_id and body.
-  // Called on the worker thread, without the stream's lock, in arrival order
-  // relative to the replies before and after them.
-  using PushHandler =
-      std::function<void(InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body)>;
+  // Frames the target sends unasked (REVOKE), with their req_id, body and
+  // place among the frames received on the stream (from 1). Called without
+  // the stream's lock, by whichever thread read the frame: not necessarily
+  // in that order with the replies before and after it (see on_reply).
+  using PushHandler = std::function<void(InitiatorStream &stream, wire::MsgType type, uint64_t id,
+                                         std::vector<uint8_t> &&body, uint64_t rx_order)>;
 
   // `before_close` runs when the stream closes, after closed() turns true
   // and before the socket is closed (see LinkParams::before_close).
@@ -150,6 +154,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
     std::vector<uint8_t> body;
     wire::MsgType push_type = wire::MsgType::kPing;
     uint64_t push_id = 0;
+    uint64_t rx_order = 0;  // a received frame's place on the stream
   };
   using FinishedList = std::vector<Finished>;
 
@@ -208,6 +213,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent and off the queue
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
+  uint64_t rx_frames_ = 0;  // frames received whole (replies and pushes)
   bool out_armed_ = false;
   bool driven_ = false;      // a caller receives (SubmitAndDrive)
   bool polled_ = false;      // pollers receive (Progress), until poll_until_
