@@ -83,8 +83,9 @@ class Engine : public tcp::TargetContext {
   // How long DeregisterMem waits for same-host peers to forget a region.
   static constexpr std::chrono::seconds kRevokeLimit{10};
   // And for peers over tcp (see Revocation): answers take a round trip;
-  // only a frozen or hostile peer takes this long, once per link.
-  static constexpr std::chrono::seconds kNoticeLimit{1};
+  // a frozen or hostile peer takes this long, once until it answers (so
+  // does one whose READ replies fill our queue: see docs/architecture.md).
+  static constexpr std::chrono::milliseconds kNoticeLimit{250};
 
  private:
   // The state of the latest ConnectAsync/DisconnectAsync task of a remote.

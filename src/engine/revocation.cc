@@ -12,7 +12,9 @@ size_t Revocation::Pending::Owing(bool direct) const {
 
 void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
-  peers_[stream.get()] = Peer{stream, direct, false};
+  Peer &peer = peers_[stream.get()];
+  peer.stream = stream;
+  peer.direct = direct;
 }
 
 void Revocation::SetIndirect(tcp::TargetStream *stream) {
@@ -28,6 +30,8 @@ void Revocation::RemovePeer(tcp::TargetStream *stream) {
 
 void Revocation::OnAck(uint64_t id, tcp::TargetStream *stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  auto peer = peers_.find(stream);
+  if (peer != peers_.end() && peer->second.told.erase(id) > 0) peer->second.late = false;
   auto it = waiting_.find(id);
   if (it != waiting_.end() && it->second->owing.erase(stream) > 0) cv_.notify_all();
 }
@@ -40,12 +44,16 @@ uint64_t Revocation::Start(const wire::RegionInfo &region, bool tell_tcp) {
     id = next_id_++;
     auto p = std::make_shared<Pending>();
     p->region = region;
-    for (const auto &[raw, peer] : peers_) {
-      if (!peer.direct && (!tell_tcp || peer.late)) continue;
+    for (auto &[raw, peer] : peers_) {
+      if (!peer.direct && (!tell_tcp || peer.told.size() >= kMaxTcpUnanswered)) continue;
       auto s = peer.stream.lock();
       if (s == nullptr) continue;
       p->owing[raw] = {s, peer.direct};
-      p->direct_count += peer.direct ? 1 : 0;
+      if (peer.direct) {
+        ++p->direct_count;
+      } else {
+        peer.told.insert(id);
+      }
       streams.push_back(std::move(s));
     }
     waiting_[id] = std::move(p);
@@ -65,21 +73,23 @@ void Revocation::WaitTcp(uint64_t id, std::chrono::milliseconds limit) {
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;
   const std::shared_ptr<Pending> p = it->second;
-  if (cv_.wait_for(lock, limit, [&] { return p->Owing(false) == 0 || forgotten_.count(id) != 0; })) return;
-  size_t late = 0;
-  for (auto &[raw, entry] : p->owing) {
-    if (entry.second) continue;
-    auto peer = peers_.find(raw);
-    if (peer != peers_.end() && !peer->second.direct) {
-      peer->second.late = true;
-      ++late;
+  // The tcp peers still to answer that are not late (a closed one answered).
+  auto awaited = [&] {
+    std::vector<Peer *> out;
+    for (const auto &[raw, entry] : p->owing) {
+      auto peer = peers_.find(raw);
+      if (!entry.second && peer != peers_.end() && !peer->second.late) out.push_back(&peer->second);
     }
-  }
-  HIXL_LOGW("revoking region 0x%llx+%llu: %zu peer(s) over tcp did not answer within %lld ms; not waited for (nor "
-            "told) any more: until they reconnect, their batches into deregistered memory may move their other "
-            "frames and end FAILED",
-            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len), late,
-            static_cast<long long>(limit.count()));
+    return out;
+  };
+  if (cv_.wait_for(lock, limit, [&] { return awaited().empty() || forgotten_.count(id) != 0; })) return;
+  const auto late = awaited();
+  for (Peer *peer : late) peer->late = true;
+  HIXL_LOGW("revoking region 0x%llx+%llu: %zu peer(s) over tcp did not answer within %lld ms; not waited for until "
+            "they answer: meanwhile their batches into deregistered memory may move their other frames and end "
+            "FAILED",
+            static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len),
+            late.size(), static_cast<long long>(limit.count()));
 }
 
 bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {

@@ -16,9 +16,14 @@
 //   start after DeregisterMem returned is refused whole by their own check
 //   (PARAM_INVALID, nothing moved) rather than in part by ours (FAILED,
 //   bytes moved elsewhere). DeregisterMem waits for them a short while
-//   (Engine::kNoticeLimit); one that does not answer in time is not waited
-//   for again (nor told any more) for the rest of its link, so a frozen or
-//   hostile peer costs that wait once per link.
+//   (Engine::kNoticeLimit); one that does not answer in time is late: still
+//   told, but not waited for until it answers one, so a frozen or hostile
+//   peer costs that wait once. A peer that has not answered
+//   kMaxTcpUnanswered is not told more (its table may then go stale; our
+//   own check still refuses its frames), so a peer that reads nothing
+//   cannot make us queue REVOKEs without bound, and a legitimate one under a
+//   flood of deregistrations stays within what an initiator accepts
+//   (InitiatorStream::kMaxUnackedRevokes).
 #pragma once
 
 #include <chrono>
@@ -43,11 +48,15 @@ class Revocation {
   // Revocations it owes as a direct peer are still waited for.
   void SetIndirect(tcp::TargetStream *stream);
   void RemovePeer(tcp::TargetStream *stream);
+  static constexpr size_t kMaxTcpUnanswered = 256;
+
   // Sends REVOKE for `region` to every direct peer, and with `tell_tcp` to
-  // every tcp peer not late; returns the revocation's id to wait on.
+  // every tcp peer (see kMaxTcpUnanswered); returns the revocation's id to
+  // wait on.
   uint64_t Start(const wire::RegionInfo &region, bool tell_tcp);
-  // Waits up to `limit` for the tcp peers of revocation `id` to answer;
-  // those that did not are late from now on (logged). Never hangs up.
+  // Waits up to `limit` for the tcp peers of revocation `id` that are not
+  // late to answer; those that did not are late from now on (logged) until
+  // they answer one. Never hangs up.
   void WaitTcp(uint64_t id, std::chrono::milliseconds limit);
   // Waits up to `limit` for every direct peer of revocation `id` to confirm.
   // True: all did (the id is forgotten). False (logged): the ones that did
@@ -62,7 +71,8 @@ class Revocation {
   struct Peer {
     std::weak_ptr<tcp::TargetStream> stream;
     bool direct = false;
-    bool late = false;  // a tcp peer that did not answer a REVOKE in time
+    bool late = false;           // a tcp peer that did not answer a REVOKE in time, nor any since
+    std::set<uint64_t> told;     // as a tcp peer: the revocations it has not answered
   };
   struct Pending {
     wire::RegionInfo region;

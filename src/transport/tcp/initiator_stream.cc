@@ -80,6 +80,19 @@ void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs)
       q_cost_ += r->cost;
       ++awaiting_;
     }
+    if (r->type == wire::MsgType::kRevokeAck) {
+      // Ahead of every request not yet begun on the wire: the target's
+      // DeregisterMem waits for it, not for our transfers queued here. (It
+      // gets no reply, so the replies still match the requests in order;
+      // its seq is that of the request it goes before, keeping q_ sorted.)
+      size_t at = send_idx_;
+      if (at < q_.size() && q_[at]->out_cursor.started()) ++at;
+      if (at < q_.size()) {
+        r->seq = q_[at]->seq;
+        q_.insert(q_.begin() + static_cast<std::ptrdiff_t>(at), std::move(r));
+        continue;
+      }
+    }
     q_.push_back(std::move(r));
   }
   reqs->clear();

@@ -288,6 +288,13 @@ void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_
   r->pins = std::move(pins);
   r->bytes = r->owned.size() + r->out.size() * sizeof(iovec);
   tx_bytes_ += r->bytes;
+  if (type == wire::MsgType::kRevoke && !tx_.empty()) {
+    // Ahead of every reply not yet begun on the wire (a READ's may be
+    // large): DeregisterMem waits for the peer's answer. The peer tells a
+    // REVOKE from a reply by its type.
+    tx_.insert(tx_.begin() + (tx_.front()->cursor.started() ? 1 : 0), std::move(r));
+    return;
+  }
   tx_.push_back(std::move(r));
 }
 
