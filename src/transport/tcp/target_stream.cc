@@ -311,13 +311,19 @@ void TargetStream::Recv() {
 }
 
 void TargetStream::ReadRequests() {
-  while (fd_ >= 0 && !close_after_flush_ && !draining_) {
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned parts = 0; fd_ >= 0 && !close_after_flush_ && !draining_; ++parts) {
     // Backpressure: stop taking requests while replies pile up; Recv or
     // Settle comes back here when Send has made room.
     if (reader_.at_header() && Backlogged()) {
       held_ = true;
       break;
     }
+    // A peer sending without pause would keep this worker here: its other
+    // streams and the tasks posted to it (a REVOKE that DeregisterMem waits
+    // for) would wait as long. The rest stays in the socket, and epoll
+    // (level-triggered) reports it again at once.
+    if (parts % 8 == 7 && std::chrono::steady_clock::now() - start > kReadSlice) break;
     FrameReader::Part done;
     IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;

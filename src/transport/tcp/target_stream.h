@@ -56,6 +56,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   // are in: idle between requests, a handshake or frame half sent, replies
   // the peer does not read. A stream in use is never quiet that long.
   static constexpr std::chrono::seconds kEvictQuiet{1};
+  // How long one event reads from a stream before the worker moves on.
+  static constexpr std::chrono::milliseconds kReadSlice{5};
   // Any thread: may be evicted if quiet long enough (not a same-host peer
   // that copies into our memory itself: closing its socket would not stop
   // it, see HangUp).
