@@ -13,6 +13,7 @@ size_t Revocation::Pending::Owing(bool direct) const {
 void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
   Peer &peer = peers_[stream.get()];
+  peer = Peer{};
   peer.stream = stream;
   peer.direct = direct;
 }

@@ -43,6 +43,9 @@ void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions, uint64_t orde
 
 void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
   std::unique_lock<std::shared_mutex> lock(mu_);
+  // A table sent after the revocation reflects it already (it holds the
+  // region only if it was registered again since).
+  if (order < table_order_) return;
   regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
                                 [&](const wire::RegionInfo &r) { return r.addr == addr && r.len == len; }),
                  regions_.end());

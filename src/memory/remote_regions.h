@@ -29,7 +29,8 @@ class RemoteRegions {
   // they may apply out of order: a table is applied without the regions
   // revoked after it, and not at all if a later table was applied already.
   void Replace(std::vector<wire::RegionInfo> regions, uint64_t order = 0);
-  // Removes the region (addr, len) exactly; waits for Holds using it.
+  // Removes the region (addr, len) exactly; waits for Holds using it. Not
+  // when the table in place was sent after the revocation.
   void Revoke(uint64_t addr, uint64_t len, uint64_t order);
   bool Contains(uint64_t addr, uint64_t len) const;
   // Returns once no Hold taken before the call is alive: a copy that checks,

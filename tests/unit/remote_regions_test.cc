@@ -253,6 +253,9 @@ TEST(RemoteRegionsTest, ATableAppliedAfterALaterRevocationDoesNotBringTheRegionB
   rr.Replace({a, b}, 10);
   EXPECT_TRUE(rr.Contains(a.addr, a.len));
   EXPECT_FALSE(rr.Contains(b.addr, b.len));
+  // A revocation older than the table in place: the table knows better.
+  rr.Revoke(a.addr, a.len, 8);
+  EXPECT_TRUE(rr.Contains(a.addr, a.len));
 }
 
 TEST(RemoteRegionsTest, RevokeTheInnerRegionKeepsTheOuter) {

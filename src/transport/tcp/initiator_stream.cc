@@ -85,8 +85,10 @@ void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs)
       // DeregisterMem waits for it, not for our transfers queued here. (It
       // gets no reply, so the replies still match the requests in order;
       // its seq is that of the request it goes before, keeping q_ sorted.)
+      // Not into one that is partly on the wire: begun, or cut by a timeout
+      // (its cursor was reset to the padding that completes the frame).
       size_t at = send_idx_;
-      if (at < q_.size() && q_[at]->out_cursor.started()) ++at;
+      while (at < q_.size() && (q_[at]->out_cursor.started() || q_[at]->abandoned)) ++at;
       if (at < q_.size()) {
         r->seq = q_[at]->seq;
         q_.insert(q_.begin() + static_cast<std::ptrdiff_t>(at), std::move(r));

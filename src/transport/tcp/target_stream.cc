@@ -288,11 +288,21 @@ void TargetStream::QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_
   r->pins = std::move(pins);
   r->bytes = r->owned.size() + r->out.size() * sizeof(iovec);
   tx_bytes_ += r->bytes;
+  r->type = type;
   if (type == wire::MsgType::kRevoke && !tx_.empty()) {
     // Ahead of every reply not yet begun on the wire (a READ's may be
     // large): DeregisterMem waits for the peer's answer. The peer tells a
-    // REVOKE from a reply by its type.
-    tx_.insert(tx_.begin() + (tx_.front()->cursor.started() ? 1 : 0), std::move(r));
+    // REVOKE from a reply by its type. Never ahead of a region table,
+    // though: one made before the revocation may still hold the region, and
+    // the peer applies tables and revocations by their place on the stream.
+    size_t at = tx_.front()->cursor.started() ? 1 : 0;
+    for (size_t i = tx_.size(); i > at; --i) {
+      if (tx_[i - 1]->type == wire::MsgType::kRegionsResp || tx_[i - 1]->type == wire::MsgType::kHelloAck) {
+        at = i;
+        break;
+      }
+    }
+    tx_.insert(tx_.begin() + static_cast<std::ptrdiff_t>(at), std::move(r));
     return;
   }
   tx_.push_back(std::move(r));

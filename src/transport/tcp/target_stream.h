@@ -92,6 +92,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
     PinSet pins;                 // regions a READ reply sends from
     ByteBuffer owned;            // or a copy of them (small segments)
     size_t bytes = 0;            // memory it holds: the copy and the iovecs
+    wire::MsgType type = wire::MsgType::kPing;
   };
 
   void Recv();          // reads and serves requests, sends the replies
