@@ -65,7 +65,8 @@ struct MemRange {
 // it meanwhile). Above as many pages as one read of the maps costs (timed
 // the last time it was read; at least 64), and where process_vm_* is not
 // allowed, reads the maps instead (AccessMap), which cannot see past-EOF
-// pages nor memory protection keys.
+// pages. Neither sees memory protection keys (pkey_mprotect): the kernel's
+// copies do not check them, and the maps do not show them.
 size_t FirstInaccessible(const MemRange *ranges, size_t n, unsigned need);
 
 // How many times FirstInaccessible has read /proc/self/maps (tests).

@@ -994,6 +994,55 @@ TEST(StaleRegionTable, ARevocationNeverOvertakesATableQueuedBeforeIt) {
   target.Finalize();
 }
 
+TEST(ReadSlice, RequestsLeftInTheReaderAfterASliceAreServed) {
+  // A target stream reads at most kReadSlice per event, then lets the
+  // worker serve others. Requests it had already read into its buffer (not
+  // in the socket any more: no EPOLLIN for them) waited for the peer's next
+  // bytes, for ever without heartbeats. Here a READ of 65536 scattered
+  // segments (slow to serve) is followed at once by 60 PINGs. (Found by a
+  // review.)
+  hixl::Hixl target;
+  std::string me;
+  ASSERT_TRUE(ServeOnFreePort(target, &me));
+  constexpr size_t kSegs = 65536;
+  LocalBuffer region(kSegs * 128);
+  RegisterWith(target, region);
+  std::vector<hixl::wire::Segment> segs;
+  for (size_t i = 0; i < kSegs; ++i) segs.push_back({region.addr() + i * 128, 64});
+  for (int round = 0; round < 5; ++round) {
+    const int fd = RawHandshake(me, 700 + static_cast<uint64_t>(round));
+    ASSERT_GE(fd, 0);
+    std::vector<uint8_t> out = ReadRequest(1, segs);
+    for (uint64_t i = 0; i < 60; ++i) {
+      hixl::wire::FrameHeader ping;
+      ping.type = hixl::wire::MsgType::kPing;
+      ping.req_id = 100 + i;
+      const auto f = Frame(ping, {});
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    std::atomic<bool> sent{false};
+    std::thread sender([&] { sent = SendAll(fd, out); });
+    int replies = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (; replies < 61; ++replies) {
+      uint8_t hdr[hixl::wire::kHeaderSize];
+      hixl::wire::FrameHeader h;
+      if (!RecvExactly(fd, hdr, sizeof(hdr), deadline) ||
+          hixl::wire::DecodeHeader(hdr, &h) != hixl::wire::HeaderError::kOk) {
+        break;
+      }
+      std::vector<uint8_t> rest(h.body_len + h.payload_len);
+      if (!RecvExactly(fd, rest.data(), rest.size(), deadline)) break;
+    }
+    sender.join();
+    EXPECT_TRUE(sent.load());
+    EXPECT_EQ(replies, 61) << "round " << round << ": replies that never came within 3 s";
+    close(fd);
+    if (replies != 61) break;
+  }
+  target.Finalize();
+}
+
 TEST(RevokeNotice, AnAnswerNeverGoesIntoAWriteCutByItsTimeout) {
   // The answer to a REVOKE goes ahead of requests queued but not begun. A
   // WRITE cut by its timeout has the rest of its frame sent as padding (its

@@ -71,6 +71,15 @@ void TargetStream::OnEvents(uint32_t events) {
   Settle();
 }
 
+void TargetStream::ResumeRead() {
+  resume_posted_ = false;
+  if (fd_ < 0 || draining_) return;
+  now_ = std::chrono::steady_clock::now();
+  reader_.Rearm();  // there may be more in the socket too
+  Recv();
+  Settle();
+}
+
 void TargetStream::Settle() {
   // Requests already read that stopped for backpressure go on once sending
   // has made room: their bytes are in the reader, not the socket, so no
@@ -331,9 +340,16 @@ void TargetStream::ReadRequests() {
     }
     // A peer sending without pause would keep this worker here: its other
     // streams and the tasks posted to it (a REVOKE that DeregisterMem waits
-    // for) would wait as long. The rest stays in the socket, and epoll
-    // (level-triggered) reports it again at once.
-    if (parts % 8 == 7 && std::chrono::steady_clock::now() - start > kReadSlice) break;
+    // for) would wait as long. Go on after them: what is left may be in the
+    // reader's buffer, not the socket, so no EPOLLIN would come for it.
+    if (parts % 8 == 7 && std::chrono::steady_clock::now() - start > kReadSlice) {
+      if (!resume_posted_) {
+        resume_posted_ = worker_->Post([w = weak_from_this()] {
+          if (auto s = w.lock()) s->ResumeRead();
+        });
+      }
+      break;
+    }
     FrameReader::Part done;
     IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;

@@ -96,7 +96,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   };
 
   void Recv();          // reads and serves requests, sends the replies
-  void ReadRequests();  // until EAGAIN, Backlogged or close
+  void ResumeRead();    // Recv again after ReadRequests stopped for others' turn
+  void ReadRequests();  // until EAGAIN, Backlogged, close, or kReadSlice (ResumeRead is posted)
   bool Backlogged() const;  // enough replies queued: read no more requests
   bool OnHeader();                   // false: closed
   bool OnRequest();                  // body complete; false: closed
@@ -158,6 +159,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   ByteBuffer stage_;              // small segments: the WRITE payload lands here first
   std::vector<iovec> stage_iov_;
   bool write_staged_ = false;
+  bool resume_posted_ = false;  // a ResumeRead is posted to the worker
 
   std::deque<std::unique_ptr<Reply>> tx_;
   size_t tx_bytes_ = 0;  // the `bytes` of tx_
