@@ -49,11 +49,29 @@ def finalize_amid(e, target, listeners, settle_s, before=lambda: None):
     return fin_start, fin_took
 
 
+# For scripts that fork: waits up to 20 s for the forked child, then prints
+# `label` and its exit code, or "child hung" (having killed it).
+REAP = """
+import os as _os, time as _time
+def reap(pid, label):
+    deadline = _time.monotonic() + 20
+    while _time.monotonic() < deadline:
+        r, st = _os.waitpid(pid, _os.WNOHANG)
+        if r:
+            print(label, _os.waitstatus_to_exitcode(st))
+            return
+        _time.sleep(0.02)
+    _os.kill(pid, 9)
+    _os.waitpid(pid, 0)
+    print("child hung")
+"""
+
+
 def run_child(tmp_path, source):
-    """Runs `source` as a script in a child interpreter (the same hixl);
-    returns the CompletedProcess (text output)."""
+    """Runs `source` as a script in a child interpreter (the same hixl), with
+    REAP's helper defined; returns the CompletedProcess (text output)."""
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(source))
+    script.write_text(REAP + textwrap.dedent(source))
     return subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
@@ -137,17 +155,7 @@ def test_a_forked_child_exits_cleanly_with_its_parents_engine(tmp_path):
             ok = ok and client.initialize("127.0.0.1") == hixl.SUCCESS
             client.finalize()
             sys.exit(0 if ok else 3)  # a normal exit: server is torn down at exit
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            r, st = os.waitpid(pid, os.WNOHANG)
-            if r:
-                print("child", os.waitstatus_to_exitcode(st))
-                break
-            time.sleep(0.02)
-        else:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            print("child hung")
+        reap(pid, "child")
         server.finalize()
         client.finalize()
         """,
@@ -187,17 +195,7 @@ def test_a_forked_childs_finalize_is_not_held_by_its_parents_calls(tmp_path):
             t.join(5)
             print("child", took < 1.0, result == [hixl.FAILED], flush=True)
             os._exit(0)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            r, st = os.waitpid(pid, os.WNOHANG)
-            if r:
-                print("exit", os.waitstatus_to_exitcode(st))
-                break
-            time.sleep(0.02)
-        else:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            print("child hung")
+        reap(pid, "exit")
         client.finalize()
         """,
     )
