@@ -48,9 +48,4 @@ void CloseKeptFd(int fd) {
   close(fd);
 }
 
-int KeptFdCount() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return static_cast<int>(Fds().size());
-}
-
 }  // namespace hixl

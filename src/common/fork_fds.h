@@ -1,6 +1,6 @@
 // fork_fds.h: the file descriptors the library keeps open (listening and
-// connected sockets, epoll instances, eventfds), closed in the child of a
-// fork() as it starts.
+// connected sockets, epoll instances, eventfds, the pidfds of same-host
+// links), closed in the child of a fork() as it starts.
 //
 // A child gets a copy of every fd but none of the engine's threads, so its
 // copies are never used; yet while they are open a socket stays open: after
@@ -23,8 +23,5 @@ int OpenKeptFd(const std::function<int()> &open);
 // handler takes, so a child never closes a number the parent has closed and
 // reused for something else.
 void CloseKeptFd(int fd);
-
-// How many fds are recorded (tests).
-int KeptFdCount();
 
 }  // namespace hixl
