@@ -61,7 +61,7 @@ void TargetStream::OnEvents(uint32_t events) {
     Drain();
     return;
   }
-  now_ = std::chrono::steady_clock::now();
+  now_ = slice_start_ = std::chrono::steady_clock::now();
   if (events & EPOLLOUT) Send();
   if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
     last_rx_ = now_;
@@ -74,7 +74,7 @@ void TargetStream::OnEvents(uint32_t events) {
 void TargetStream::ResumeRead() {
   resume_posted_ = false;
   if (fd_ < 0 || draining_) return;
-  now_ = std::chrono::steady_clock::now();
+  now_ = slice_start_ = std::chrono::steady_clock::now();
   reader_.Rearm();  // there may be more in the socket too
   Recv();
   Settle();
@@ -266,7 +266,7 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   wire::EncodeRevoke(region, &body);
   QueueFrame(wire::MsgType::kRevoke, SUCCESS, id, std::move(body), {}, PinSet());
   revokes_.push_back(id);
-  now_ = std::chrono::steady_clock::now();
+  now_ = slice_start_ = std::chrono::steady_clock::now();
   Send();
   Settle();
 }
@@ -324,13 +324,24 @@ void TargetStream::Recv() {
     if (fd_ < 0 || close_after_flush_ || draining_) return;
     if (!tx_.empty()) Send();
     // Sending made room for the requests already read: go on with them (no
-    // EPOLLIN would come for them: they are no longer in the socket).
-    if (fd_ < 0 || !held_ || Backlogged()) return;
+    // EPOLLIN would come for them: they are no longer in the socket), unless
+    // this call had its time (a peer whose requests are cheap fills the reply
+    // queue again and again within one slice).
+    if (fd_ < 0 || !held_ || Backlogged() || SliceSpent()) return;
   }
 }
 
+bool TargetStream::SliceSpent() {
+  if (std::chrono::steady_clock::now() - slice_start_ <= kReadSlice) return false;
+  if (!resume_posted_) {
+    resume_posted_ = worker_->Post([w = weak_from_this()] {
+      if (auto s = w.lock()) s->ResumeRead();
+    });
+  }
+  return true;
+}
+
 void TargetStream::ReadRequests() {
-  const auto start = std::chrono::steady_clock::now();
   for (unsigned parts = 0; fd_ >= 0 && !close_after_flush_ && !draining_; ++parts) {
     // Backpressure: stop taking requests while replies pile up; Recv or
     // Settle comes back here when Send has made room.
@@ -342,14 +353,7 @@ void TargetStream::ReadRequests() {
     // streams and the tasks posted to it (a REVOKE that DeregisterMem waits
     // for) would wait as long. Go on after them: what is left may be in the
     // reader's buffer, not the socket, so no EPOLLIN would come for it.
-    if (parts % 8 == 7 && std::chrono::steady_clock::now() - start > kReadSlice) {
-      if (!resume_posted_) {
-        resume_posted_ = worker_->Post([w = weak_from_this()] {
-          if (auto s = w.lock()) s->ResumeRead();
-        });
-      }
-      break;
-    }
+    if (parts % 8 == 7 && SliceSpent()) break;
     FrameReader::Part done;
     IoResult r = reader_.Next(fd_, &done);
     if (r == IoResult::kWouldBlock) break;

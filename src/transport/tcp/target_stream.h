@@ -97,6 +97,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
 
   void Recv();          // reads and serves requests, sends the replies
   void ResumeRead();    // Recv again after ReadRequests stopped for others' turn
+  // True (and a ResumeRead posted) once this call has read for kReadSlice.
+  bool SliceSpent();
   void ReadRequests();  // until EAGAIN, Backlogged, close, or kReadSlice (ResumeRead is posted)
   bool Backlogged() const;  // enough replies queued: read no more requests
   bool OnHeader();                   // false: closed
@@ -160,6 +162,8 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::vector<iovec> stage_iov_;
   bool write_staged_ = false;
   bool resume_posted_ = false;  // a ResumeRead is posted to the worker
+  // When this OnEvents/ResumeRead began: one kReadSlice for all its reading.
+  std::chrono::steady_clock::time_point slice_start_;
 
   std::deque<std::unique_ptr<Reply>> tx_;
   size_t tx_bytes_ = 0;  // the `bytes` of tx_
