@@ -4,9 +4,9 @@
 
 namespace hixl {
 
-size_t Revocation::Pending::Owing(bool direct) const {
+size_t Revocation::Pending::DirectOwing() const {
   size_t n = 0;
-  for (const auto &[raw, entry] : owing) n += entry.second == direct ? 1 : 0;
+  for (const auto &[raw, entry] : owing) n += entry.second ? 1 : 0;
   return n;
 }
 
@@ -99,7 +99,7 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
   if (it == waiting_.end()) return forgotten_.count(id) == 0;  // confirmed (and erased) meanwhile, or given up on
   const std::shared_ptr<Pending> p = it->second;
   auto forgotten = [&] { return forgotten_.count(id) != 0; };
-  if (cv_.wait_for(lock, limit, [&] { return p->Owing(true) == 0 || forgotten(); }) && p->Owing(true) == 0) {
+  if (cv_.wait_for(lock, limit, [&] { return p->DirectOwing() == 0 || forgotten(); }) && p->DirectOwing() == 0) {
     // (tcp peers still owing: their late answers find no entry, which is fine.)
     it = waiting_.find(id);
     if (it != waiting_.end() && it->second == p) waiting_.erase(it);
@@ -110,7 +110,7 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
             "stopped copying into it; hanging up on them, and the region stays unconfirmed until they close their "
             "end or exit",
             static_cast<unsigned long long>(p->region.addr), static_cast<unsigned long long>(p->region.len),
-            p->Owing(true), p->direct_count, static_cast<long long>(limit.count()));
+            p->DirectOwing(), p->direct_count, static_cast<long long>(limit.count()));
   // A peer that still holds the region in its table must not keep its
   // link: once the link is gone, a live peer stops copying and, to go on,
   // connects again and gets the table without the region.

@@ -79,7 +79,7 @@ class Revocation {
     size_t direct_count = 0;  // direct peers told
     // The peers that still owe an answer, with whether each is direct.
     std::map<tcp::TargetStream *, std::pair<std::weak_ptr<tcp::TargetStream>, bool>> owing;
-    size_t Owing(bool direct) const;
+    size_t DirectOwing() const;
   };
 
   std::mutex mu_;

@@ -883,11 +883,7 @@ TEST(StaleRegionTable, ARefreshRacingARevocationDoesNotBringTheRegionBack) {
   // on the stream.
   hixl::Hixl target, ini;
   std::string name;
-  for (int p = 43000 + getpid() % 3000, i = 0; i < 50 && name.empty(); ++i, ++p) {
-    const std::string n = "127.0.0.1:" + std::to_string(p);
-    if (target.Initialize(n.c_str(), {}) == hixl::SUCCESS) name = n;
-  }
-  ASSERT_FALSE(name.empty());
+  ASSERT_TRUE(ServeOnFreePort(target, &name));
   LocalBuffer live(8u << 20), r(4u << 20), unreg(4096), local(16u << 20);
   RegisterWith(target, live);
   ASSERT_EQ(ini.Initialize("127.0.0.1", ResourceConfig(
@@ -936,15 +932,6 @@ TEST(StaleRegionTable, ARefreshRacingARevocationDoesNotBringTheRegionBack) {
   target.Finalize();
 }
 
-// A target on a free 127.0.0.1 port with default options; its name, or "".
-std::string ServeDefault(hixl::Hixl &target) {
-  for (int p = 47000 + getpid() % 3000, i = 0; i < 50; ++i, ++p) {
-    const std::string n = "127.0.0.1:" + std::to_string(p);
-    if (target.Initialize(n.c_str(), {}) == hixl::SUCCESS) return n;
-  }
-  return "";
-}
-
 std::map<hixl::AscendString, hixl::AscendString> TcpOneStreamNoPool() {
   return ResourceConfig("{\"comm_resource_config.protocol_desc\": [\"tcp:host\"], \"tcp.streams_per_link\": 1}",
                         {{hixl::OPTION_BUFFER_POOL, "0:0"}});
@@ -957,8 +944,8 @@ TEST(StaleRegionTable, ARevocationNeverOvertakesATableQueuedBeforeIt) {
   // region back: a batch started after DeregisterMem returned moved its live
   // part (124 of 220 rounds in the review's run). (Found by a review.)
   hixl::Hixl target, ini;
-  const std::string name = ServeDefault(target);
-  ASSERT_FALSE(name.empty());
+  std::string name;
+  ASSERT_TRUE(ServeOnFreePort(target, &name));
   LocalBuffer big(64u << 20), live(4u << 20), r(4u << 20), unreg(4096), local(80u << 20);
   RegisterWith(target, big);
   RegisterWith(target, live);
@@ -1054,13 +1041,7 @@ TEST(ReadSlice, AStreamOfCheapRequestsDoesNotHoldItsWorker) {
   // (Found by a review.)
   hixl::Hixl target;
   std::string me;
-  for (int p = 47000 + getpid() % 3000, i = 0; i < 50 && me.empty(); ++i, ++p) {
-    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), ResourceConfig("{\"tcp.io_threads\": 1}")) ==
-        hixl::SUCCESS) {
-      me = "127.0.0.1:" + std::to_string(p);
-    }
-  }
-  ASSERT_FALSE(me.empty());
+  ASSERT_TRUE(ServeOnFreePort(target, &me, ResourceConfig("{\"tcp.io_threads\": 1}")));
   const int flood = RawHandshake(me, 4242);
   const int victim = RawHandshake(me, 4243);
   ASSERT_GE(flood, 0);
@@ -1128,8 +1109,8 @@ TEST(RevokeNotice, AnAnswerNeverGoesIntoAWriteCutByItsTimeout) {
   // middle of its frame, the target read garbage and closed the link
   // (every round's later WRITE failed). (Found by a review.)
   hixl::Hixl target, ini;
-  const std::string name = ServeDefault(target);
-  ASSERT_FALSE(name.empty());
+  std::string name;
+  ASSERT_TRUE(ServeOnFreePort(target, &name));
   LocalBuffer remote(48u << 20), r(4096), local(48u << 20);
   RegisterWith(target, remote);
   ASSERT_EQ(ini.Initialize("127.0.0.1", TcpOneStreamNoPool()), hixl::SUCCESS);

@@ -69,10 +69,12 @@ inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Initializes `target` as a server on a free 127.0.0.1 port; its name in *me.
-inline bool ServeOnFreePort(hixl::Hixl &target, std::string *me) {
+// Initializes `target` as a server on a free 127.0.0.1 port, with
+// `options`; its name in *me.
+inline bool ServeOnFreePort(hixl::Hixl &target, std::string *me,
+                            const std::map<hixl::AscendString, hixl::AscendString> &options = {}) {
   for (int p = 42000 + getpid() % 4000, i = 0; i < 50 && me->empty(); ++i, ++p) {
-    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), {}) == hixl::SUCCESS) {
+    if (target.Initialize(("127.0.0.1:" + std::to_string(p)).c_str(), options) == hixl::SUCCESS) {
       *me = "127.0.0.1:" + std::to_string(p);
     }
   }

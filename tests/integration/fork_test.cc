@@ -216,9 +216,7 @@ TEST(ForkTest, AChildDoesNotKeepTheParentsSocketsOpen) {
   // listener and links must end then, as without the child.
   hixl::Hixl server, client;
   std::string name;
-  ASSERT_TRUE(ServeOnFreePort(server, &name));
-  server.Finalize();  // ServeOnFreePort gives no transport option
-  ASSERT_EQ(server.Initialize(name.c_str(), WithTransport({}, "tcp")), hixl::SUCCESS);
+  ASSERT_TRUE(ServeOnFreePort(server, &name, WithTransport({}, "tcp")));
   LocalBuffer target(1 << 20), source(1 << 20);
   ASSERT_NE(target.data(), nullptr);
   ASSERT_NE(source.data(), nullptr);
