@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <initializer_list>
 #include <mutex>
 #include <new>
@@ -34,12 +35,30 @@ std::mutex g_live_mu;
 std::set<std::mutex *> *g_live = nullptr;                      // under g_live_mu
 std::vector<std::shared_ptr<Engine>> *g_inherited = nullptr;  // under g_live_mu; never freed
 
+// This process's pid, read once and again in fork()'s child (whose handler
+// is installed before any engine exists). Every call checks it: a getpid()
+// each time was 8 % of an async poller's time on a VM where system calls
+// are dear (two per request: TransferAsync and GetTransferStatus). A child
+// made by a raw clone() system call, which runs no fork handlers, is not
+// told apart: only fork() is supported.
+std::atomic<pid_t> g_pid{0};
+
+pid_t Pid() {
+  pid_t p = g_pid.load(std::memory_order_relaxed);
+  if (p == 0) {
+    p = getpid();
+    g_pid.store(p, std::memory_order_relaxed);
+  }
+  return p;
+}
+
 void LockLive() { g_live_mu.lock(); }
 void UnlockLive() { g_live_mu.unlock(); }
 // The child's one thread, the forking one, holds g_live_mu: no HixlImpl is
 // being made or destroyed. Their locks may be held by parent threads that
 // the child does not have: made anew (their data is as the fork found it).
 void ResetInChild() {
+  g_pid.store(getpid(), std::memory_order_relaxed);
   for (std::mutex *mu : *g_live) new (mu) std::mutex();
   g_live_mu.unlock();
 }
@@ -89,7 +108,7 @@ class Hixl::HixlImpl {
     }
     return engine_;
   }
-  bool Forked() const { return getpid() != pid_; }
+  bool Forked() const { return Pid() != pid_; }
 
   std::mutex mu_;
   std::shared_ptr<Engine> engine_;
@@ -113,7 +132,7 @@ Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendS
   }
   std::map<std::string, std::string> opts;
   for (const auto &[k, v] : options) opts[Str(k)] = Str(v);
-  impl_->pid_ = getpid();
+  impl_->pid_ = Pid();
   return Engine::Create(Str(local_engine), opts, &impl_->engine_);
 }
 

@@ -755,6 +755,29 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   e.Finalize();
 }
 
+TEST(ChannelPool, AHeartbeatAwaitingItsAnswerKeepsNoLinkBusy) {
+  // A full pool of one; its link idle but for the heartbeat's PING, which
+  // the frozen peer does not answer. A new link must still get in.
+  PeerProcess a, b;
+  ASSERT_TRUE(a.Start());
+  ASSERT_TRUE(b.Start());
+  hixl::Hixl e;
+  // PING after 1-1.5 s quiet; the link is dead 4 s after it goes unanswered.
+  ASSERT_EQ(e.Initialize("127.0.0.1", WithTransport(ResourceConfig("{\"channel_pool.max_channel\": 1, "
+                                                                    "\"heartbeat.interval_ms\": 2000}"),
+                                                     "tcp")),
+            hixl::SUCCESS);
+  ASSERT_EQ(e.Connect(a.name().c_str(), 3000), hixl::SUCCESS);
+  a.Kill(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_EQ(e.Connect(b.name().c_str(), 3000), hixl::SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 0) << "the idle link was kept";
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  a.Kill(SIGCONT);
+  e.Finalize();
+}
+
 TEST(ChannelPool, WaterlinesApplyOnceLinksThatWereBusyGoIdle) {
   // Three links, all busy when the third makes the high mark: none can be
   // closed then. Once they are idle the pool still goes down to the low mark.

@@ -32,6 +32,9 @@ Status WireStatus(uint32_t s) {
   }
 }
 
+// Requests the stream makes itself, for no caller.
+bool IsOwn(wire::MsgType t) { return t == wire::MsgType::kPing || t == wire::MsgType::kRevokeAck; }
+
 }  // namespace
 
 std::unique_ptr<Request> MakeRequest(wire::MsgType type, std::vector<uint8_t> body,
@@ -75,6 +78,7 @@ void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs)
     if (!r->body.empty()) r->out.push_back({r->body.data(), r->body.size()});
     r->out.insert(r->out.end(), r->payload.begin(), r->payload.end());
     r->out_cursor.Reset(&r->out);
+    if (IsOwn(r->type)) ++own_;
     if (wire::ExpectsReply(r->type)) {
       r->cost = wire::kHeaderSize + h.body_len + h.payload_len + r->in_len;
       q_cost_ += r->cost;
@@ -98,13 +102,19 @@ void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs)
     q_.push_back(std::move(r));
   }
   reqs->clear();
-  queued_.store(q_.size(), std::memory_order_relaxed);
+  PublishCountsLocked();
 }
 
 void InitiatorStream::ForgetLocked(const Request &r) {
+  if (IsOwn(r.type)) --own_;
   if (!wire::ExpectsReply(r.type)) return;
   q_cost_ -= r.cost;
   --awaiting_;
+}
+
+void InitiatorStream::PublishCountsLocked() {
+  queued_.store(q_.size(), std::memory_order_relaxed);
+  calls_queued_.store(q_.size() - own_, std::memory_order_relaxed);
 }
 
 void InitiatorStream::PumpLocked(FinishedList *fin, bool force) {
@@ -289,7 +299,7 @@ void InitiatorStream::Cancel(const Completion *c) {
       r->in.clear();
       ++i;
     }
-    queued_.store(q_.size(), std::memory_order_relaxed);
+    PublishCountsLocked();
     PumpLocked(&fin);
   }
   Complete(&fin);
@@ -515,22 +525,23 @@ void InitiatorStream::FinishFrontLocked(FinishedList *fin) {
   f.body = reader_.TakeBody();
   reader_.ExpectHeader();
   fin->push_back(std::move(f));
-  PopUnansweredLocked(fin);  // also publishes queued_
+  PopUnansweredLocked(fin);  // also publishes the counts
 }
 
 void InitiatorStream::PopUnansweredLocked(FinishedList *fin) {
   while (!q_.empty() && !wire::ExpectsReply(q_.front()->type) && q_.front()->out_cursor.done()) {
     if (q_.front()->type == wire::MsgType::kRevokeAck && unacked_revokes_ > 0) --unacked_revokes_;
+    ForgetLocked(*q_.front());
     fin->push_back(Finished{std::move(q_.front()), SUCCESS, {}});
     q_.pop_front();
     --send_idx_;
   }
-  queued_.store(q_.size(), std::memory_order_relaxed);
+  PublishCountsLocked();
 }
 
 void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   if (fd_ < 0) return;
-  if (q_.empty()) {
+  if (q_.size() == own_) {  // nothing of a caller's fails
     HIXL_LOGI("%s: closing: %s", name_.c_str(), why.c_str());
   } else {
     HIXL_LOGE("%s: closing with %zu request(s) in flight, which fail: %s", name_.c_str(), q_.size(), why.c_str());
@@ -541,12 +552,13 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   awaiting_ = 0;
   q_cost_ = 0;
   unacked_revokes_ = 0;
+  own_ = 0;
   {
     // Later posts fail at once; what waits in the inbox fails in PumpLocked.
     std::lock_guard<std::mutex> sub(sub_mu_);
     inbox_closed_ = true;
   }
-  queued_.store(0, std::memory_order_relaxed);
+  PublishCountsLocked();
   abandoned_writes_.store(0, std::memory_order_release);
   closed_.store(true);
   if (before_close_) before_close_();

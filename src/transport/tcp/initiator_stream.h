@@ -135,6 +135,9 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   void Close(const char *why);
   bool closed() const { return closed_.load(); }
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // Of those, the requests of callers: not the stream's own PINGs and
+  // REVOKE_ACKs, which keep no link in use (the channel pool may close it).
+  size_t calls_queued() const { return calls_queued_.load(std::memory_order_relaxed); }
   // WRITE frames of cancelled requests that are (partly) on the wire and
   // not yet answered: the target may still apply them, after anything sent
   // on another stream meanwhile (see TcpLink::Submit).
@@ -182,6 +185,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // pump sends it, in one go with whatever joins it meanwhile.
   void PumpLocked(FinishedList *fin, bool force = true);
   void ForgetLocked(const Request &r);
+  void PublishCountsLocked();  // queued_ and calls_queued_ from q_
   // Cancel: the rest of a WRITE's payload is sent as zeros (see Cancel).
   void PadCutWriteLocked(Request *r);  // r leaves q_: its cost and reply no longer pending
   void Complete(FinishedList *fin);
@@ -202,6 +206,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   const std::function<void()> on_abandoned_done_;
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
+  std::atomic<size_t> calls_queued_{0};
   std::atomic<size_t> abandoned_writes_{0};
   std::atomic<int64_t> last_rx_ms_;
   std::atomic<int64_t> last_tx_ms_;
@@ -210,6 +215,7 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
   size_t awaiting_ = 0;   // requests in q_ that expect a reply
   uint64_t q_cost_ = 0;   // their cost
+  size_t own_ = 0;  // PINGs and REVOKE_ACKs in q_
   size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent and off the queue
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;

@@ -195,7 +195,7 @@ void TcpLink::Close(const char *why) {
 bool TcpLink::idle() const {
   if (!fence_->empty()) return false;
   for (const auto &s : streams_) {
-    if (s->queued() != 0) return false;
+    if (s->calls_queued() != 0) return false;  // a heartbeat PING awaiting its PONG uses no link
   }
   return true;
 }

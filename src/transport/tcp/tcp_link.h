@@ -67,7 +67,8 @@ class TcpLink : public Channel {
   void Close(const char *why);
   // True once any stream has closed: the link can no longer carry batches.
   bool broken() const;
-  // True when no stream has a request outstanding.
+  // True when no stream has a caller's request outstanding (a heartbeat
+  // PING awaiting its PONG is not one: the pool may close the link).
   bool idle() const;
   // Heartbeat, called every so often: sends a PING on streams that have
   // been quiet for `interval_ms`; returns false when a stream with requests
