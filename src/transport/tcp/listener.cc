@@ -50,7 +50,11 @@ void Listener::OnEvents(uint32_t) {
     std::string peer = PeerName(fd);
     HIXL_LOGD("accepted a stream from %s", peer.c_str());
     IoWorker *w = PickWorker(*workers_);
-    auto stream = std::make_shared<TargetStream>(fd, w, ctx_, peer);
+    // Not make_shared: the weak_ptrs of pending_ and accepted_ would keep a
+    // closed stream's whole memory (its 16 KiB receive buffer among it) until
+    // they are pruned, so each new stream got memory never touched before and
+    // paid its page faults: a Connect took 0.6 ms instead of 0.33.
+    std::shared_ptr<TargetStream> stream(new TargetStream(fd, w, ctx_, peer));
     std::string source = peer.substr(0, peer.rfind(':'));
     pending_.push_back({stream, source});
     accepted_.push_back({stream, std::move(source)});
