@@ -85,6 +85,9 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   params.heartbeat_ms = opts_.heartbeat_ms;
   params.cancel = &stopping_;
   params.host = host_;
+  // Without shm we never copy directly: naming no pid spares the target
+  // proving that we are that process (a scan of our fds on every Connect).
+  if (!opts_.AllowsProtocol("shm")) params.host.pid = 0;
   params.regions = &link->remote_regions;
   params.streams_after_hello = [this, &link](const wire::HelloAck &ack, int fd) {
     return ChooseTransport(*link, ack, fd);

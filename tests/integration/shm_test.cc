@@ -96,6 +96,42 @@ TEST(ShmRefusedByTarget, TargetProtocolDescWithoutShmMeansTcp) {
   EXPECT_TRUE(Contains(log, "offers no direct copies")) << log;
 }
 
+// The pid an engine with `options` names in the HELLO of its Connect (to a
+// listener that reads it and answers nothing); -1 if none came.
+int64_t HelloPidOf(const Options &options) {
+  SilentListener listener;
+  hixl::Hixl e;
+  if (e.Initialize("127.0.0.1", options) != hixl::SUCCESS) return -1;
+  std::thread connect([&] { e.Connect(listener.name().c_str(), 1000); });
+  int64_t pid = -1;
+  pollfd p{listener.fd, POLLIN, 0};
+  const int fd = poll(&p, 1, 2000) > 0 ? accept(listener.fd, nullptr, nullptr) : -1;
+  uint8_t hdr[hixl::wire::kHeaderSize];
+  hixl::wire::FrameHeader h;
+  if (fd >= 0 && recv(fd, hdr, sizeof(hdr), MSG_WAITALL) == static_cast<ssize_t>(sizeof(hdr)) &&
+      hixl::wire::DecodeHeader(hdr, &h) == hixl::wire::HeaderError::kOk && h.type == hixl::wire::MsgType::kHello) {
+    std::vector<uint8_t> body(h.body_len);
+    hixl::wire::Hello hello;
+    if (recv(fd, body.data(), body.size(), MSG_WAITALL) == static_cast<ssize_t>(body.size()) &&
+        hixl::wire::DecodeHello(body.data(), body.size(), &hello)) {
+      pid = hello.host.pid;
+    }
+  }
+  connect.join();
+  if (fd >= 0) close(fd);
+  e.Finalize();
+  return pid;
+}
+
+// An initiator that will never copy directly names no pid, so that a target
+// on its host has nothing to prove (a scan of the initiator's fds on every
+// Connect, which had tripled the time to connect on loopback).
+TEST(ShmRefusedByInitiator, AnInitiatorWithoutShmNamesNoPid) {
+  QuietStderr quiet;  // the Connects time out
+  EXPECT_EQ(HelloPidOf(Protocols("[\"tcp:host\"]")), 0);
+  EXPECT_EQ(HelloPidOf({}), static_cast<int64_t>(getpid()));
+}
+
 // Seconds of async shm copying with a 100 ms heartbeat: the copies must not
 // keep the links' sockets unread (the engine once ran them on its I/O
 // worker, which then read no PONG for as long; it took the healthy peer,
