@@ -411,15 +411,6 @@ std::vector<uint8_t> ReadRequest(uint64_t id, const std::vector<hixl::wire::Segm
   return Frame(h, body);
 }
 
-bool SendAll(int fd, const std::vector<uint8_t> &bytes) {
-  for (size_t off = 0; off < bytes.size();) {
-    ssize_t n = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 TEST_P(FailureTcpTest, SilentConnectionsBeyondTheCapDropTheOldest) {
   // Connections that never say HELLO: past the cap the target drops the
   // oldest of them at once (not after the 10 s handshake timeout), and

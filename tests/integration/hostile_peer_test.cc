@@ -45,15 +45,6 @@ int AdvConnect(int port) {
   return fd;
 }
 
-bool AdvSend(int fd, const std::vector<uint8_t> &b) {
-  for (size_t off = 0; off < b.size();) {
-    ssize_t n = send(fd, b.data() + off, b.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Reads exactly n bytes within ms; false on EOF/timeout.
 bool AdvRecv(int fd, void *p, size_t n, int ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -200,7 +191,7 @@ class HostilePeer : public ::testing::Test {
     int fd = AdvConnect(port_);
     EXPECT_GE(fd, 0);
     if (handshake) {
-      AdvSend(fd, HelloFrame(tname_));
+      SendAll(fd, HelloFrame(tname_));
       uint8_t hdr[w::kHeaderSize];
       w::FrameHeader h;
       EXPECT_TRUE(AdvRecv(fd, hdr, sizeof(hdr), 3000));
@@ -209,7 +200,7 @@ class HostilePeer : public ::testing::Test {
       EXPECT_TRUE(AdvRecv(fd, body.data(), body.size(), 3000));
       EXPECT_EQ(h.status, 0u);
     }
-    AdvSend(fd, bytes);
+    SendAll(fd, bytes);
     Outcome o = Collect(fd, quiet_ms);
     close(fd);
     return o;
@@ -405,12 +396,12 @@ TEST_F(HostilePeer, WriteIntoRegionBeingDeregistered) {
   hixl::MemHandle hd = RegisterWith(t_, d);
   int fd = AdvConnect(port_);
   ASSERT_GE(fd, 0);
-  AdvSend(fd, HelloFrame(tname_));
+  SendAll(fd, HelloFrame(tname_));
   Outcome hs = Collect(fd, 200);
   ASSERT_EQ(hs.replies.size(), 1u);
-  AdvSend(fd, Fr(w::MsgType::kWriteReq, 1, Segs({{d.addr(), kLen}}), kLen));
+  SendAll(fd, Fr(w::MsgType::kWriteReq, 1, Segs({{d.addr(), kLen}}), kLen));
   std::vector<uint8_t> half(kLen / 2, 0x22);
-  AdvSend(fd, half);
+  SendAll(fd, half);
   std::atomic<bool> dereg_done{false};
   std::thread t([&] {
     EXPECT_EQ(t_.DeregisterMem(hd), hixl::SUCCESS);
@@ -420,14 +411,14 @@ TEST_F(HostilePeer, WriteIntoRegionBeingDeregistered) {
   auto t0 = std::chrono::steady_clock::now();
   while (!dereg_done && SecondsSince(t0) < 15) {
     std::vector<uint8_t> one(1, 0x33);
-    if (!AdvSend(fd, one)) break;
+    if (!SendAll(fd, one)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   t.join();
   double took = SecondsSince(t0);
   memset(d.data(), 0x44, kLen);
   std::vector<uint8_t> rest(kLen, 0x55);
-  AdvSend(fd, rest);
+  SendAll(fd, rest);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   size_t changed = 0;
   for (size_t i = 0; i < kLen; ++i) changed += d.data()[i] != 0x44;
@@ -444,10 +435,10 @@ TEST_F(HostilePeer, UnreadReadReplyOfRegionBeingDeregistered) {
   ASSERT_GE(fd, 0);
   int small = 4096;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  AdvSend(fd, HelloFrame(tname_));
+  SendAll(fd, HelloFrame(tname_));
   Outcome hs = Collect(fd, 200);
   ASSERT_EQ(hs.replies.size(), 1u);
-  for (int i = 0; i < 4; ++i) AdvSend(fd, Fr(w::MsgType::kReadReq, 1 + i, Segs({{d.addr(), kLen}})));
+  for (int i = 0; i < 4; ++i) SendAll(fd, Fr(w::MsgType::kReadReq, 1 + i, Segs({{d.addr(), kLen}})));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(t_.DeregisterMem(hd), hixl::SUCCESS);
@@ -475,7 +466,7 @@ struct FakeTarget {
       if (AdvRecv(fd, hdr, sizeof(hdr), 3000) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk) {
         std::vector<uint8_t> body(h.body_len);
         AdvRecv(fd, body.data(), body.size(), 3000);
-        AdvSend(fd, ack_frame);
+        SendAll(fd, ack_frame);
         while (!stop) {
           if (!AdvRecv(fd, hdr, sizeof(hdr), 200)) {
             pollfd q{fd, POLLIN, 0};
@@ -522,8 +513,8 @@ TEST_F(HostilePeer, HostileTargetReplies) {
   auto reply = [](w::MsgType t, uint64_t id_delta, std::vector<uint8_t> body, uint64_t pl, uint32_t st,
                   std::vector<uint8_t> payload) {
     return [=](int fd, const w::FrameHeader &h, const std::vector<uint8_t> &) {
-      if (h.type == w::MsgType::kPing) return AdvSend(fd, Fr(w::MsgType::kPong, h.req_id, {}));
-      AdvSend(fd, Cat({Fr(t, h.req_id + id_delta, body, pl, st), payload}));
+      if (h.type == w::MsgType::kPing) return SendAll(fd, Fr(w::MsgType::kPong, h.req_id, {}));
+      SendAll(fd, Cat({Fr(t, h.req_id + id_delta, body, pl, st), payload}));
       return true;
     };
   };
@@ -539,7 +530,7 @@ TEST_F(HostilePeer, HostileTargetReplies) {
   cases.push_back({"pong unasked", reply(w::MsgType::kPong, 0, {}, 0, 0, {})});
   cases.push_back({"regions resp unasked", reply(w::MsgType::kRegionsResp, 0, {0, 0, 0, 0}, 0, 0, {})});
   cases.push_back({"garbage", [](int fd, const w::FrameHeader &, const std::vector<uint8_t> &) {
-                     AdvSend(fd, std::vector<uint8_t>(100, 0xEE));
+                     SendAll(fd, std::vector<uint8_t>(100, 0xEE));
                      return true;
                    }});
   cases.push_back({"silence", [](int, const w::FrameHeader &, const std::vector<uint8_t> &) { return true; }});
@@ -689,7 +680,7 @@ TEST_F(HostilePeer, HostileTargetFuzz) {
         }
       }
       out.insert(out.end(), f.begin(), f.end());
-      AdvSend(fd, out);
+      SendAll(fd, out);
       return true;
     });
     if (e.Connect(ft.l.name().c_str(), 2000) != hixl::SUCCESS) continue;

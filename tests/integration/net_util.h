@@ -49,6 +49,16 @@ inline std::vector<uint8_t> Frame(hixl::wire::FrameHeader h, const std::vector<u
   return out;
 }
 
+// Sends all of `bytes` on a blocking socket; false if the peer is gone.
+inline bool SendAll(int fd, const std::vector<uint8_t> &bytes) {
+  for (size_t off = 0; off < bytes.size();) {
+    ssize_t n = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 // True when the peer ends the connection `fd` (EOF or reset) within
 // `wait_ms`.
 inline bool EndedWithin(int fd, int wait_ms) {
