@@ -546,8 +546,9 @@ TEST(ShmRevoke, DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt) {
   s.target.Finalize();
 }
 
-// A peer on this host that uses tcp although offered shm (its own
-// protocol_desc) says so (NO_DIRECT): hung up on for missing heartbeats, its
+// A peer on this host that uses tcp by its own protocol_desc names no pid
+// in its HELLO (one that allows shm but fails its checks says NO_DIRECT, a
+// frame failure_test.cc sends raw): hung up on for missing heartbeats, its
 // stream is closed for good, and DeregisterMem does not wait for it. It was
 // taken for a peer that copies directly: every DeregisterMem waited 10 s and
 // returned FAILED (found by the review of the revocation change).
