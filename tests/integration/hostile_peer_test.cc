@@ -32,34 +32,9 @@ namespace w = hixl::wire;
 
 namespace {
 
-int AdvConnect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Reads exactly n bytes within ms; false on EOF/timeout.
-bool AdvRecv(int fd, void *p, size_t n, int ms) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  size_t off = 0;
-  while (off < n) {
-    int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
-    if (left <= 0) return false;
-    pollfd pf{fd, POLLIN, 0};
-    if (poll(&pf, 1, left) <= 0) return false;
-    ssize_t r = recv(fd, static_cast<uint8_t *>(p) + off, n - off, 0);
-    if (r <= 0) return false;
-    off += static_cast<size_t>(r);
-  }
-  return true;
+// A deadline `ms` from now, for RecvExactly.
+std::chrono::steady_clock::time_point In(int ms) {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
 }
 
 std::vector<uint8_t> Fr(w::MsgType t, uint64_t id, const std::vector<uint8_t> &body, uint64_t payload_len = 0,
@@ -107,7 +82,7 @@ Outcome Collect(int fd, int quiet_ms = 300) {
       o.closed = true;
       return o;
     }
-    if (!AdvRecv(fd, hdr, sizeof(hdr), 2000)) {
+    if (!RecvExactly(fd, hdr, sizeof(hdr), In(2000))) {
       o.closed = true;
       return o;
     }
@@ -117,7 +92,7 @@ Outcome Collect(int fd, int quiet_ms = 300) {
       return o;
     }
     std::vector<uint8_t> rest(h.body_len + h.payload_len);
-    if (!rest.empty() && !AdvRecv(fd, rest.data(), rest.size(), 5000)) {
+    if (!rest.empty() && !RecvExactly(fd, rest.data(), rest.size(), In(5000))) {
       o.closed = true;
       return o;
     }
@@ -139,7 +114,6 @@ class HostilePeer : public ::testing::Test {
     hixl::SetLogLevel(hixl::LogLevel::kError);
     if (!getenv("HIXL_TEST_LOUD")) quiet_ = std::make_unique<QuietStderr>();
     ASSERT_TRUE(ServeOnFreePort(t_, &tname_));
-    port_ = PortOf(tname_);
     // [guard][A][B][guard]
     mem_ = std::make_unique<LocalBuffer>(4 * kChunk);
     memset(mem_->data(), 0xCC, 4 * kChunk);
@@ -188,16 +162,16 @@ class HostilePeer : public ::testing::Test {
   }
   // Runs one case: connect, optional handshake, send, collect.
   Outcome Run(const std::vector<uint8_t> &bytes, bool handshake = true, int quiet_ms = 300) {
-    int fd = AdvConnect(port_);
+    int fd = RawConnect(tname_);
     EXPECT_GE(fd, 0);
     if (handshake) {
       SendAll(fd, HelloFrame(tname_));
       uint8_t hdr[w::kHeaderSize];
       w::FrameHeader h;
-      EXPECT_TRUE(AdvRecv(fd, hdr, sizeof(hdr), 3000));
+      EXPECT_TRUE(RecvExactly(fd, hdr, sizeof(hdr), In(3000)));
       EXPECT_EQ(w::DecodeHeader(hdr, &h), w::HeaderError::kOk);
       std::vector<uint8_t> body(h.body_len);
-      EXPECT_TRUE(AdvRecv(fd, body.data(), body.size(), 3000));
+      EXPECT_TRUE(RecvExactly(fd, body.data(), body.size(), In(3000)));
       EXPECT_EQ(h.status, 0u);
     }
     SendAll(fd, bytes);
@@ -208,7 +182,6 @@ class HostilePeer : public ::testing::Test {
 
   hixl::Hixl t_, g_;
   std::string tname_;
-  int port_ = 0;
   std::unique_ptr<LocalBuffer> mem_, c_, gl_;
   hixl::MemHandle ha_ = nullptr, hb_ = nullptr;
   std::unique_ptr<QuietStderr> quiet_;
@@ -394,7 +367,7 @@ TEST_F(HostilePeer, WriteIntoRegionBeingDeregistered) {
   LocalBuffer d(kLen);
   memset(d.data(), 0x11, kLen);
   hixl::MemHandle hd = RegisterWith(t_, d);
-  int fd = AdvConnect(port_);
+  int fd = RawConnect(tname_);
   ASSERT_GE(fd, 0);
   SendAll(fd, HelloFrame(tname_));
   Outcome hs = Collect(fd, 200);
@@ -431,7 +404,7 @@ TEST_F(HostilePeer, UnreadReadReplyOfRegionBeingDeregistered) {
   constexpr size_t kLen = 16u << 20;
   LocalBuffer d(kLen);
   hixl::MemHandle hd = RegisterWith(t_, d);
-  int fd = AdvConnect(port_);
+  int fd = RawConnect(tname_);
   ASSERT_GE(fd, 0);
   int small = 4096;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -463,12 +436,12 @@ struct FakeTarget {
       if (fd < 0) return;
       uint8_t hdr[w::kHeaderSize];
       w::FrameHeader h;
-      if (AdvRecv(fd, hdr, sizeof(hdr), 3000) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk) {
+      if (RecvExactly(fd, hdr, sizeof(hdr), In(3000)) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk) {
         std::vector<uint8_t> body(h.body_len);
-        AdvRecv(fd, body.data(), body.size(), 3000);
+        RecvExactly(fd, body.data(), body.size(), In(3000));
         SendAll(fd, ack_frame);
         while (!stop) {
-          if (!AdvRecv(fd, hdr, sizeof(hdr), 200)) {
+          if (!RecvExactly(fd, hdr, sizeof(hdr), In(200))) {
             pollfd q{fd, POLLIN, 0};
             if (poll(&q, 1, 0) > 0) {
               char c;
@@ -478,7 +451,7 @@ struct FakeTarget {
           }
           if (w::DecodeHeader(hdr, &h) != w::HeaderError::kOk) break;
           std::vector<uint8_t> b(h.body_len + h.payload_len);
-          if (!b.empty() && !AdvRecv(fd, b.data(), b.size(), 3000)) break;
+          if (!b.empty() && !RecvExactly(fd, b.data(), b.size(), In(3000))) break;
           if (!respond(fd, h, b)) break;
         }
       }

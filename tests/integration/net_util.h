@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -47,6 +48,60 @@ inline std::vector<uint8_t> Frame(hixl::wire::FrameHeader h, const std::vector<u
   hixl::wire::EncodeHeader(h, out.data());
   out.insert(out.end(), body.begin(), body.end());
   return out;
+}
+
+// Opens a raw TCP connection to `name` ("ip:port" or "[ip]:port"), from
+// the IPv4 address `source` if given.
+inline int RawConnect(const std::string &name, const char *source = nullptr) {
+  bool v6 = name[0] == '[';
+  size_t colon = name.rfind(':');
+  std::string ip = v6 ? name.substr(1, colon - 2) : name.substr(0, colon);
+  int port = std::stoi(name.substr(colon + 1));
+  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (v6) {
+    auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, ip.c_str(), &a->sin6_addr);
+    len = sizeof(*a);
+  } else {
+    auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, ip.c_str(), &a->sin_addr);
+    len = sizeof(*a);
+  }
+  if (source != nullptr && !v6) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr *>(&from), sizeof(from)) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
+  if (connect(fd, reinterpret_cast<sockaddr *>(&ss), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads exactly `n` bytes from a blocking socket, or gives up at `deadline`.
+inline bool RecvExactly(int fd, void *p, size_t n, std::chrono::steady_clock::time_point deadline) {
+  size_t off = 0;
+  while (off < n) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    timeval tv{static_cast<time_t>(left.count() / 1000), static_cast<suseconds_t>((left.count() % 1000) * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ssize_t r = recv(fd, static_cast<uint8_t *>(p) + off, n - off, 0);
+    if (r <= 0) return false;
+    off += static_cast<size_t>(r);
+  }
+  return true;
 }
 
 // Sends all of `bytes` on a blocking socket; false if the peer is gone.
