@@ -61,7 +61,7 @@ void TargetStream::OnEvents(uint32_t events) {
     Drain();
     return;
   }
-  now_ = slice_start_ = std::chrono::steady_clock::now();
+  BeginTurn();
   if (events & EPOLLOUT) Send();
   if (fd_ >= 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
     last_rx_ = now_;
@@ -74,7 +74,7 @@ void TargetStream::OnEvents(uint32_t events) {
 void TargetStream::ResumeRead() {
   resume_posted_ = false;
   if (fd_ < 0 || draining_) return;
-  now_ = slice_start_ = std::chrono::steady_clock::now();
+  BeginTurn();
   reader_.Rearm();  // there may be more in the socket too
   Recv();
   Settle();
@@ -266,7 +266,7 @@ void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   wire::EncodeRevoke(region, &body);
   QueueFrame(wire::MsgType::kRevoke, SUCCESS, id, std::move(body), {}, PinSet());
   revokes_.push_back(id);
-  now_ = slice_start_ = std::chrono::steady_clock::now();
+  BeginTurn();
   Send();
   Settle();
 }
@@ -330,6 +330,8 @@ void TargetStream::Recv() {
     if (fd_ < 0 || !held_ || Backlogged() || SliceSpent()) return;
   }
 }
+
+void TargetStream::BeginTurn() { now_ = slice_start_ = std::chrono::steady_clock::now(); }
 
 bool TargetStream::SliceSpent() {
   if (std::chrono::steady_clock::now() - slice_start_ <= kReadSlice) return false;

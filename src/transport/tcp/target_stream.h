@@ -97,7 +97,9 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
 
   void Recv();          // reads and serves requests, sends the replies
   void ResumeRead();    // Recv again after ReadRequests stopped for others' turn
-  // True (and a ResumeRead posted) once this call has read for kReadSlice.
+  // A wake-up (OnEvents, ResumeRead, PushRevoke) starts: now_ and its read slice.
+  void BeginTurn();
+  // True (and a ResumeRead posted) once this turn has read for kReadSlice.
   bool SliceSpent();
   void ReadRequests();  // until EAGAIN, Backlogged, close, or kReadSlice (ResumeRead is posted)
   bool Backlogged() const;  // enough replies queued: read no more requests
