@@ -67,10 +67,10 @@ Status Engine::Start(const EngineAddress &given) {
               name_.c_str());
   }
   for (uint32_t i = 0; i < opts_.io_threads; ++i) {
-    workers_.push_back(std::make_unique<tcp::IoWorker>("hixl-io" + std::to_string(i)));
+    workers_.push_back(std::make_unique<IoWorker>("hixl-io" + std::to_string(i)));
     if (!workers_.back()->Start()) return FAILED;
     if (opts_.AllowsProtocol("shm")) {
-      copy_workers_.push_back(std::make_unique<tcp::IoWorker>("hixl-copy" + std::to_string(i)));
+      copy_workers_.push_back(std::make_unique<IoWorker>("hixl-copy" + std::to_string(i)));
       if (!copy_workers_.back()->Start()) return FAILED;
     }
   }

@@ -33,7 +33,7 @@
 #include "engine/revocation.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 #include "transport/tcp/target_context.h"
 
 namespace hixl {
@@ -177,11 +177,11 @@ class Engine : public tcp::TargetContext {
   std::map<uintptr_t, Unconfirmed> unconfirmed_;  // under dereg_mu_
   AsyncTransfers async_;
   ConnectPool connect_pool_;
-  std::vector<std::unique_ptr<tcp::IoWorker>> workers_;
+  std::vector<std::unique_ptr<IoWorker>> workers_;
   // shm copies (when protocol_desc allows shm): as many threads as I/O
   // workers, apart from them, so that copying a large batch never keeps the
   // sockets of every link from being read (a peer would look dead).
-  std::vector<std::unique_ptr<tcp::IoWorker>> copy_workers_;
+  std::vector<std::unique_ptr<IoWorker>> copy_workers_;
   std::atomic<bool> stopping_{false};
 
   std::mutex connect_mu_;  // guards connecting_ and async_connect_

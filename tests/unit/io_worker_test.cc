@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 
-namespace hixl::tcp {
+namespace hixl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -141,4 +141,4 @@ TEST(IoWorkerTest, APollableThatLeavesOnItsFirstEventIsNotKeptByTheWorker) {
 }
 
 }  // namespace
-}  // namespace hixl::tcp
+}  // namespace hixl

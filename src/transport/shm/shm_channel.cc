@@ -84,7 +84,7 @@ bool ShmChannel::Exited(int pidfd) {
 }
 
 ShmChannel::ShmChannel(pid_t pid, int pidfd, const RemoteRegions *regions, std::function<bool()> alive,
-                       const std::vector<std::unique_ptr<tcp::IoWorker>> *workers)
+                       const std::vector<std::unique_ptr<IoWorker>> *workers)
     : core_(std::make_shared<Core>()), workers_(workers) {
   core_->pid = pid;
   core_->pidfd = pidfd;
@@ -139,7 +139,7 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
   for (size_t i = caller_waits ? 1 : 0; i < jobs.size(); ++i) {
     // Spread over the workers: async batches of one share each must not
     // all land on the first.
-    tcp::IoWorker *w = (*workers_)[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_->size()].get();
+    IoWorker *w = (*workers_)[next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_->size()].get();
     if (!w->Post([core = core_, job = jobs[i]] { core->Run(job); })) {
       // The engine is finalizing (a transfer raced Finalize): the share
       // fails now rather than leave the batch waiting out its deadline.

@@ -21,7 +21,7 @@
 
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 
 namespace hixl::shm {
 
@@ -40,7 +40,7 @@ class ShmChannel : public Channel {
   // before the pid was proven to be the target, so that it is sure to
   // refer to that process and not to one that got its pid later.
   ShmChannel(pid_t pid, int pidfd, const RemoteRegions *regions, std::function<bool()> alive,
-             const std::vector<std::unique_ptr<tcp::IoWorker>> *workers);
+             const std::vector<std::unique_ptr<IoWorker>> *workers);
   // A pidfd for `pid` (-1 where the kernel has none), and whether the
   // process it refers to has exited.
   static int OpenPidfd(pid_t pid);
@@ -90,7 +90,7 @@ class ShmChannel : public Channel {
   };
 
   std::shared_ptr<Core> core_;
-  const std::vector<std::unique_ptr<tcp::IoWorker>> *workers_;
+  const std::vector<std::unique_ptr<IoWorker>> *workers_;
   std::atomic<size_t> next_worker_{0};
 };
 

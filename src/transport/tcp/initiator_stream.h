@@ -33,7 +33,7 @@
 #include "common/completion.h"
 #include "common/deadline.h"
 #include "transport/tcp/frame_reader.h"
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 #include "transport/tcp/iov.h"
 #include "wire/frame.h"
 

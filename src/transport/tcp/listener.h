@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 #include "transport/tcp/target_context.h"
 
 namespace hixl::tcp {

@@ -20,7 +20,7 @@
 
 #include "memory/registry.h"
 #include "transport/tcp/frame_reader.h"
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 #include "transport/tcp/iov.h"
 #include "transport/tcp/target_context.h"
 #include "wire/frame.h"

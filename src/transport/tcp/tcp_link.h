@@ -16,7 +16,7 @@
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
 #include "transport/tcp/initiator_stream.h"
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 #include "transport/tcp/write_fence.h"
 #include "wire/messages.h"
 

@@ -1,5 +1,7 @@
-// io_worker.h: one epoll loop on its own thread. An engine runs a fixed
-// number of these; every socket of the engine belongs to exactly one.
+// io_worker.h: one epoll loop on its own thread, with posted tasks and
+// timers. An engine runs a fixed number of these; every fd it watches (a
+// socket, a transport's event fd) belongs to exactly one. Nothing here knows
+// what the fd is: transports add Pollables.
 #pragma once
 
 #include <sys/epoll.h>
@@ -14,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace hixl::tcp {
+namespace hixl {
 
 class IoWorker;
 
@@ -81,4 +83,4 @@ class IoWorker {
 // Round-robin over the least loaded of a fixed set of workers.
 IoWorker *PickWorker(const std::vector<std::unique_ptr<IoWorker>> &workers);
 
-}  // namespace hixl::tcp
+}  // namespace hixl

@@ -1,4 +1,4 @@
-#include "transport/tcp/io_worker.h"
+#include "common/io_worker.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "common/fork_fds.h"
 #include "common/log.h"
 
-namespace hixl::tcp {
+namespace hixl {
 
 IoWorker::IoWorker(std::string name) : name_(std::move(name)) {}
 
@@ -211,4 +211,4 @@ IoWorker *PickWorker(const std::vector<std::unique_ptr<IoWorker>> &workers) {
   return best;
 }
 
-}  // namespace hixl::tcp
+}  // namespace hixl
