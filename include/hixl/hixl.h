@@ -54,6 +54,11 @@ class ASCEND_FUNC_VISIBILITY Hixl {
 
   static Status GetCapability(FeatureType feature_type, int32_t &value);
 
+  // Beyond HIXL (an addition; HIXL's calls above are unchanged).
+  // The transport carrying the data of the link to `remote_engine` ("tcp",
+  // "shm", ...): SUCCESS, or NOT_CONNECTED without a working link.
+  Status GetLinkTransport(const AscendString &remote_engine, AscendString &transport);
+
  private:
   class HixlImpl;
   std::unique_ptr<HixlImpl> impl_;

@@ -232,6 +232,15 @@ Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) {
   return e == nullptr ? FAILED : e->GetNotifies(notifies);
 }
 
+Status Hixl::GetLinkTransport(const AscendString &remote_engine, AscendString &transport) {
+  auto e = impl_->Get("GetLinkTransport");
+  if (e == nullptr) return FAILED;
+  std::string name;
+  Status s = e->LinkTransport(Str(remote_engine), &name);
+  if (s == SUCCESS) transport = AscendString(name.c_str());
+  return s;
+}
+
 Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
   if (static_cast<int32_t>(feature_type) < 0) {
     HIXL_LOGE("GetCapability: feature type %d is negative", static_cast<int>(feature_type));

@@ -48,7 +48,7 @@ void AsyncTransfers::Release(AsyncTransfer &t) {
     HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t.id),
               t.link->name.c_str(), s);
   }
-  t.pins.Release();
+  t.hold.Release();
   t.relay.reset();
   t.link.Reset();
   t.status.store(ToTransferStatus(s));

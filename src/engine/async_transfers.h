@@ -16,6 +16,7 @@
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "engine/batch_check.h"
 #include "engine/link.h"
 #include "engine/relay.h"
 #include "hixl/hixl_types.h"
@@ -31,7 +32,7 @@ struct AsyncTransfer {
   // The same link, for polls to lend their thread (Channel::Progress); it
   // never keeps the link in use, and `link` is reset when the request ends.
   std::weak_ptr<Link> poll_link;
-  PinSet pins;
+  BatchHold hold;  // what its pieces point into
   std::shared_ptr<Relay> relay;  // pieces going through the buffer pool, if any
   std::shared_ptr<Completion> done = std::make_shared<Completion>();
   std::atomic<TransferStatus> status{TransferStatus::WAITING};

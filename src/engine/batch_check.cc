@@ -2,13 +2,6 @@
 
 namespace hixl {
 
-bool BatchCheck::RemoteLookup(uint64_t addr, uint64_t len) {
-  wire::RegionInfo found;
-  if (!remote_.Find(addr, len, &found)) return false;
-  last_remote_ = found;
-  return true;
-}
-
 BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, size_t from, PinSet *pins,
                                    std::vector<Piece> *direct, std::vector<Piece> *relayed) {
   if (from < descs.size()) direct->reserve(direct->size() + descs.size() - from);
@@ -31,16 +24,17 @@ BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, siz
     if (!RemoteKnown(d.remote_addr, d.len)) return {Verdict::kRemoteUnknown, i};
     total_ += d.len;
     // Descriptors that continue the previous one on both sides become one
-    // piece, if one remote region holds both: every transport then handles
-    // fewer, longer segments.
+    // piece, if one region on each side holds both: every transport then
+    // handles fewer, longer segments (and one key per piece).
     std::vector<Piece> *out = r != nullptr ? direct : relayed;
-    const wire::RegionInfo &region = last_remote_;
-    if (!out->empty() && out->back().local + out->back().len == d.local_addr &&
-        out->back().remote + out->back().len == d.remote_addr && out->back().remote >= region.addr &&
-        d.remote_addr + d.len <= region.addr + region.len) {
-      out->back().len += d.len;
+    const Region *local = r != nullptr ? r->get() : nullptr;
+    Piece *last = out->empty() ? nullptr : &out->back();
+    if (last != nullptr && last->local + last->len == d.local_addr && last->remote + last->len == d.remote_addr &&
+        last->local_region == local && last_remote_->Contains(last->remote, last->len + d.len)) {
+      last->len += d.len;
+      last->remote_region = last_remote_;
     } else {
-      out->push_back({d.local_addr, d.remote_addr, d.len});
+      out->push_back({d.local_addr, d.remote_addr, d.len, local, last_remote_});
     }
   }
   return {Verdict::kOk, descs.size()};

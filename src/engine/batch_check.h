@@ -17,6 +17,18 @@
 
 namespace hixl {
 
+// What a batch's pieces point into (Piece::local_region, remote_region),
+// held while it runs: its local regions, pinned (DeregisterMem waits for
+// them), and the remote tables it was checked against.
+struct BatchHold {
+  PinSet pins;
+  std::vector<std::shared_ptr<const RemoteTable>> tables;
+  void Release() {
+    pins.Release();
+    tables.clear();
+  }
+};
+
 class BatchCheck {
  public:
   enum class Verdict { kOk, kBadDescriptor, kLocalUnregistered, kLocalNoAccess, kRemoteUnknown };
@@ -28,8 +40,8 @@ class BatchCheck {
   // With `pool_on`, unregistered local memory goes to `relayed` instead of
   // being refused. Registered local memory must allow `local_need`
   // (PageAccess: a READ writes it, a WRITE reads it).
-  BatchCheck(const RegionTable &local, const RemoteRegions &remote, bool pool_on, unsigned local_need)
-      : local_(local), remote_(remote), pool_on_(pool_on), local_need_(local_need) {}
+  BatchCheck(const RegionTable &local, const RemoteTable &remote, bool pool_on, unsigned local_need)
+      : local_(local), remote_(&remote), pool_on_(pool_on), local_need_(local_need) {}
 
   // Checks descs[from..]: pins local regions into `pins`, appends pieces to
   // `direct` (registered local memory) or `relayed`. Stops at the first
@@ -37,24 +49,29 @@ class BatchCheck {
   // and call again from result.index.
   Result Run(const std::vector<TransferOpDesc> &descs, size_t from, PinSet *pins, std::vector<Piece> *direct,
              std::vector<Piece> *relayed);
-  // Forget the cached remote region (after the remote table changed).
-  void ForgetRemote() { last_remote_ = {0, 0}; }
+  // Checks the rest against `remote` (a newer table, which the caller
+  // keeps as long as the first).
+  void SetRemote(const RemoteTable &remote) {
+    remote_ = &remote;
+    last_remote_ = nullptr;
+  }
 
  private:
   // The cached region first (inline: most descriptors of a batch end here).
   bool RemoteKnown(uint64_t addr, uint64_t len) {
-    const wire::RegionInfo &r = last_remote_;
-    if (r.len != 0 && addr >= r.addr && len <= r.len && addr - r.addr <= r.len - len) return true;
-    return RemoteLookup(addr, len);
+    if (last_remote_ != nullptr && last_remote_->Contains(addr, len)) return true;
+    const RemoteRegion *r = remote_->Find(addr, len);
+    if (r == nullptr) return false;
+    last_remote_ = r;
+    return true;
   }
-  bool RemoteLookup(uint64_t addr, uint64_t len);
 
   const RegionTable &local_;
-  const RemoteRegions &remote_;
+  const RemoteTable *remote_;
   const bool pool_on_;
   const unsigned local_need_;
   RegionTable::Ref local_hint_ = nullptr;
-  wire::RegionInfo last_remote_{0, 0};
+  const RemoteRegion *last_remote_ = nullptr;
   uint64_t total_ = 0;  // bytes of the descriptors accepted so far
 };
 

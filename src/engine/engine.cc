@@ -5,25 +5,20 @@
 #include <cinttypes>
 
 #include "common/log.h"
+#include "control/control_server.h"
 #include "engine/host_identity.h"
-#include "transport/shm/socket_owner.h"
-#include "transport/tcp/listener.h"
-#include "transport/tcp/socket.h"
+#include "transport/registry.h"
 #include "wire/frame.h"
 
 namespace hixl {
-namespace {
-
-bool IsWildcard(const EngineAddress &a) { return a.ip == "0.0.0.0" || a.ip == "::"; }
-
-}  // namespace
 
 Engine::Engine(EngineOptions opts)
     : opts_(std::move(opts)),
       registry_(opts_.max_regions),
       pool_(opts_.buffer_pool_count, static_cast<size_t>(opts_.buffer_pool_mib) << 20),
       links_(opts_),
-      connect_pool_(opts_.connect_pool_threads, opts_.connect_pool_queue) {}
+      connect_pool_(opts_.connect_pool_threads, opts_.connect_pool_queue),
+      serving_(local_, name_, host_, registry_, revocation_, inbox_, transports_, stopping_) {}
 
 Status Engine::Create(const std::string &local_engine, const std::map<std::string, std::string> &options,
                       std::shared_ptr<Engine> *out) {
@@ -61,30 +56,20 @@ Status Engine::Start(const EngineAddress &given) {
   local_ = local;
   name_ = local.ToString();
   host_ = LocalHostIdentity();
-  if (!opts_.AllowsProtocol("tcp") && !opts_.AllowsProtocol("shm")) {
-    HIXL_LOGW("Initialize %s: protocol_desc allows neither tcp nor shm, the transports of this build: every "
-              "Connect will fail",
-              name_.c_str());
-  }
   for (uint32_t i = 0; i < opts_.io_threads; ++i) {
     workers_.push_back(std::make_unique<IoWorker>("hixl-io" + std::to_string(i)));
     if (!workers_.back()->Start()) return FAILED;
-    if (opts_.AllowsProtocol("shm")) {
-      copy_workers_.push_back(std::make_unique<IoWorker>("hixl-copy" + std::to_string(i)));
-      if (!copy_workers_.back()->Start()) return FAILED;
-    }
   }
+  Status s = StartTransports();
+  if (s != SUCCESS) return s;
   std::string why;
   if (local.has_port && local.port > 0) {
-    int fd = tcp::ListenTcp(local, &why);
-    if (fd < 0) {
+    if (!ServeControl(local, &workers_, &serving_, &why)) {
       HIXL_LOGE("Initialize %s: cannot listen: %s", name_.c_str(), why.c_str());
       return FAILED;
     }
-    workers_[0]->Add(std::make_shared<tcp::Listener>(fd, workers_[0].get(), &workers_, this), EPOLLIN);
-    HIXL_LOGI("engine %s listening (%u I/O threads, %u streams per link)", name_.c_str(), opts_.io_threads,
-              opts_.tcp_streams_per_link);
-  } else if (!tcp::IsLocalIp(local, &why)) {
+    HIXL_LOGI("engine %s listening (%u I/O threads)", name_.c_str(), opts_.io_threads);
+  } else if (!IsLocalIp(local, &why)) {
     HIXL_LOGE("Initialize %s: the address is not local to this host: %s", name_.c_str(), why.c_str());
     return FAILED;
   }
@@ -113,7 +98,10 @@ void Engine::Shutdown() {
   // a frozen peer costs kRevokeLimit, not that for each region.
   std::vector<uint64_t> revocations;
   // (Peers over tcp are not told: their links close below.)
-  for (const auto &region : registry_.Export()) revocations.push_back(revocation_.Start(region, /*tell_tcp=*/false));
+  const auto regions = registry_.Snapshot();
+  for (const auto &r : regions->regions()) {
+    revocations.push_back(revocation_.Start({r->addr, r->len}, /*tell_tcp=*/false));
+  }
   {
     std::lock_guard<std::mutex> lock(dereg_mu_);
     for (const auto &[handle, u] : unconfirmed_) revocations.push_back(u.revocation);
@@ -135,8 +123,12 @@ void Engine::Shutdown() {
   auto links = links_.TakeAll();
   CloseLinks(links, "engine is finalizing");
   async_.FailAll();
-  for (auto &w : copy_workers_) w->Stop();
+  for (auto &t : transports_) t->Stop();
   for (auto &w : workers_) w->Stop();
+  // No peer can reach the regions any more: transports drop their keys.
+  for (const auto &r : regions->regions()) {
+    for (auto &t : transports_) t->OnDeregister(*r);
+  }
   HIXL_LOGI("engine %s finalized", name_.c_str());
 }
 
@@ -149,16 +141,19 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu wraps around the address space", mem.addr, mem.len);
     return PARAM_INVALID;
   }
-  if (type == MEM_DEVICE) {
-    HIXL_LOGE("RegisterMem: MEM_DEVICE (addr=0x%" PRIxPTR ") needs an accelerator runtime this build lacks",
-              mem.addr);
-    return UNSUPPORTED;
+  std::string why;
+  const MemoryKind *kind = MemoryKindOf(type, &why);
+  if (kind == nullptr) {
+    HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu: %s", mem.addr, mem.len, why.c_str());
+    return type == MEM_DEVICE ? UNSUPPORTED : PARAM_INVALID;
   }
-  if (type != MEM_HOST) {
-    HIXL_LOGE("RegisterMem: unknown memory type %d", static_cast<int>(type));
-    return PARAM_INVALID;
+  Status s = kind->CheckRegistration(mem.addr, mem.len, &why);
+  if (s != SUCCESS) {
+    HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu as %s memory: %s", mem.addr, mem.len, kind->name(),
+              why.c_str());
+    return s;
   }
-  Status s = registry_.Register(mem.addr, mem.len, type, &handle);
+  s = registry_.Register(mem.addr, mem.len, *kind, [this](Region &r) { return PrepareRegion(r); }, &handle);
   if (s == SUCCESS && stopping_) {
     // Racing Finalize (a caller's bug in C++; the Python binding allows it):
     // Shutdown may have listed the regions to revoke from same-host peers
@@ -202,6 +197,11 @@ Status Engine::DeregisterMem(MemHandle handle) {
   revocation_.WaitTcp(revocation, kNoticeLimit);
   const bool confirmed = revocation_.Wait(revocation, kRevokeLimit);
   registry_.WaitUnpinned(*r);
+  // Neither a peer nor a batch of ours uses it now: transports drop their
+  // keys. (Unconfirmed, a peer on this host may still copy: not yet.)
+  if (confirmed) {
+    for (auto &t : transports_) t->OnDeregister(*r);
+  }
   lock.lock();
   deregistering_.erase(id);
   if (confirmed) {
@@ -215,6 +215,75 @@ Status Engine::DeregisterMem(MemHandle handle) {
               "must stay mapped; call DeregisterMem again to wait for it",
               handle, r->addr, r->len);
     return FAILED;
+  }
+  return SUCCESS;
+}
+
+Status Engine::StartTransports() {
+  // protocol_desc's order (each transport once, by any of its names), or
+  // every transport by rank.
+  std::vector<TransportInfo> chosen;
+  auto add = [&chosen](TransportInfo info) {
+    for (const auto &c : chosen) {
+      if (c.name == info.name) return;
+    }
+    chosen.push_back(std::move(info));
+  };
+  for (const auto &desc : opts_.protocols) {
+    TransportInfo info;
+    if (Transports().Find(desc.substr(0, desc.find(':')), &info)) add(std::move(info));
+  }
+  const bool requested = !opts_.protocols.empty();
+  if (!requested) {
+    for (auto &info : Transports().All()) add(std::move(info));
+  }
+  TransportEnv env;
+  env.local_name = name_;
+  env.host = host_;
+  env.heartbeat_ms = opts_.heartbeat_ms;
+  env.io_workers = &workers_;
+  env.cancel = &stopping_;
+  for (const auto &info : chosen) {
+    auto cfg = opts_.transport_config.find(info.name);
+    env.config = cfg != opts_.transport_config.end() ? cfg->second : std::map<std::string, std::string>();
+    std::unique_ptr<Transport> t;
+    std::string why;
+    Status s = info.make(env, &t, &why);
+    if (s == UNSUPPORTED) {
+      // Named by protocol_desc: the user expects it. Otherwise a build
+      // without it is nothing to warn about.
+      if (requested) {
+        HIXL_LOGW("Initialize %s: transport %s is not available: %s", name_.c_str(), info.name.c_str(), why.c_str());
+      } else {
+        HIXL_LOGI("Initialize %s: transport %s is not available: %s", name_.c_str(), info.name.c_str(), why.c_str());
+      }
+      continue;
+    }
+    if (s != SUCCESS) {
+      HIXL_LOGE("Initialize %s: transport %s: %s", name_.c_str(), info.name.c_str(), why.c_str());
+      return s;
+    }
+    std::vector<uint8_t> offer;
+    t->Offer(&offer);
+    if (!offer.empty()) offers_.push_back({t->wire_id(), std::move(offer)});
+    transports_.push_back(std::move(t));
+  }
+  if (transports_.empty()) {
+    HIXL_LOGW("Initialize %s: no transport protocol_desc allows is available: every Connect will fail",
+              name_.c_str());
+  }
+  return SUCCESS;
+}
+
+Status Engine::PrepareRegion(Region &region) {
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    Status s = transports_[i]->OnRegister(region);
+    if (s != SUCCESS) {
+      HIXL_LOGE("RegisterMem 0x%" PRIxPTR "+%zu: transport %s refused it (status %u)", region.addr, region.len,
+                transports_[i]->name(), s);
+      while (i-- > 0) transports_[i]->OnDeregister(region);
+      return s;
+    }
   }
   return SUCCESS;
 }
@@ -236,11 +305,9 @@ Status Engine::SendNotify(const std::string &remote, const NotifyDesc &notify, i
   wire::Notify n;
   n.name.assign(notify.name.GetString(), notify.name.GetLength());
   n.msg.assign(notify.notify_msg.GetString(), notify.notify_msg.GetLength());
-  std::vector<uint8_t> body;
-  wire::EncodeNotify(n, &body);
   auto done = std::make_shared<Completion>();
-  link->tcp->SubmitControl(tcp::MakeRequest(wire::MsgType::kNotifyReq, std::move(body), done));
-  s = Finish(*link->tcp, done, deadline);
+  link->control->Notify(n, done);
+  s = Finish(link->control->channel(), done, deadline);
   if (s != SUCCESS) HIXL_LOGE("SendNotify %s: name '%s' failed with status %u", key.c_str(), n.name.c_str(), s);
   return s;
 }
@@ -250,61 +317,14 @@ Status Engine::GetNotifies(std::vector<NotifyDesc> &notifies) {
   return SUCCESS;
 }
 
-Status Engine::OnHello(const wire::Hello &hello, wire::HelloAck *ack) {
-  ack->target = name_;
-  ack->host = host_;  // the pid is withheld by the stream unless OnControlStream allowed direct copies
-  EngineAddress dialed;
-  std::string why;
-  bool same = ParseEngineAddress(hello.target, &dialed, &why) && dialed.port == local_.port &&
-              (dialed.ip == local_.ip || IsWildcard(local_));
-  if (!same) {
-    ack->reason = "this is engine " + name_ + ", not " + hello.target;
-    return FAILED;
-  }
-  if (stopping_) {
-    ack->reason = "engine " + name_ + " is finalizing";
-    return FAILED;
-  }
-  ack->regions = registry_.Export();
+Status Engine::LinkTransport(const std::string &remote, std::string *transport) {
+  std::string key;
+  Status s = RemoteKey("LinkTransport", remote, &key);
+  if (s != SUCCESS) return s;
+  LinkRef link = links_.Acquire(key);
+  if (!link || link->broken()) return NOT_CONNECTED;
+  *transport = link->transport->name();
   return SUCCESS;
 }
-
-Status Engine::OnNotify(uint64_t link_key, const std::string &peer, wire::Notify &&notify) {
-  // Shared by address, not port: one host's many links take a share.
-  const std::string host = peer.substr(0, peer.rfind(':'));
-  return inbox_.Push(link_key, host, std::move(notify.name), std::move(notify.msg));
-}
-
-bool Engine::SameKernel(const wire::HostIdentity &other) const {
-  return !host_.boot_id.empty() && other.boot_id == host_.boot_id && other.pid_ns == host_.pid_ns;
-}
-
-bool Engine::SameHost(const wire::HostIdentity &other) const { return SameKernel(other) && other.pid != 0; }
-
-bool Engine::MayCopyDirectly(const tcp::TargetStream &stream, const wire::Hello &hello) const {
-  // Only a peer on this host can copy into our memory without asking (and
-  // only if our protocol_desc allows shm: otherwise it is told pid 0), and
-  // only one that is the process it claims to be: anyone could claim our
-  // host identity (it is in every HELLO_ACK) and then, never acknowledging
-  // a REVOKE, hold every DeregisterMem for kRevokeLimit. One whose claim
-  // cannot be checked is not told our pid, so it uses tcp, and is waited
-  // for by revocations only as a tcp peer.
-  if (!SameHost(hello.host) || !opts_.AllowsProtocol("shm")) return false;
-  std::string why;
-  if (!shm::PeerHoldsSocket(stream.fd(), static_cast<pid_t>(hello.host.pid), &why)) {
-    HIXL_LOGW("serving %s: it claims to be pid %u on this host, which could not be confirmed (%s); it gets tcp",
-              hello.initiator.c_str(), hello.host.pid, why.c_str());
-    return false;
-  }
-  return true;
-}
-
-bool Engine::OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) {
-  const bool direct = MayCopyDirectly(*stream, hello);
-  revocation_.AddPeer(stream, direct);
-  return direct;
-}
-
-void Engine::OnControlStreamClosed(tcp::TargetStream *stream) { revocation_.RemovePeer(stream); }
 
 }  // namespace hixl

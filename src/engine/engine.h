@@ -4,9 +4,12 @@
 // forwards here.
 //
 // The engine's code is split by concern: engine.cc (life cycle, memory,
-// notifies, serving peers), engine_connect.cc (links: connect, disconnect,
-// the async connect pool, auto-connect, heartbeats), engine_transfer.cc
-// (batches: checks, TransferSync, TransferAsync and their status).
+// notifies), engine_connect.cc (links: connect and the choice of transport,
+// disconnect, the async connect pool, auto-connect, heartbeats),
+// engine_transfer.cc (batches: checks, TransferSync, TransferAsync and their
+// status), serving.cc (the target's side: handshakes, notifies and
+// revocations of peers). The engine knows transports only through
+// transport/transport.h; transports.cc lists them.
 #pragma once
 
 #include <atomic>
@@ -28,23 +31,25 @@
 #include "engine/connect_pool.h"
 #include "engine/link.h"
 #include "engine/link_table.h"
+#include "engine/batch_check.h"
 #include "engine/notify_inbox.h"
 #include "engine/options.h"
+#include "common/io_worker.h"
 #include "engine/revocation.h"
+#include "engine/serving.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
-#include "common/io_worker.h"
-#include "transport/tcp/target_context.h"
+#include "transport/transport.h"
 
 namespace hixl {
 
-class Engine : public tcp::TargetContext {
+class Engine {
  public:
   // Parses the address and options, starts threads and (for a server) the
   // listener. SUCCESS, PARAM_INVALID, UNSUPPORTED or FAILED (logged).
   static Status Create(const std::string &local_engine, const std::map<std::string, std::string> &options,
                        std::shared_ptr<Engine> *out);
-  ~Engine() override;
+  ~Engine();
   // Fails in-flight transfers, closes every link, joins every thread.
   void Shutdown();
 
@@ -69,16 +74,10 @@ class Engine : public tcp::TargetContext {
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
 
   const std::string &name() const { return name_; }
-
-  // tcp::TargetContext
-  std::shared_ptr<const RegionTable> Regions() override { return registry_.Snapshot(); }
-  std::vector<wire::RegionInfo> ExportRegions() override { return registry_.Export(); }
-  Status OnHello(const wire::Hello &hello, wire::HelloAck *ack) override;
-  Status OnNotify(uint64_t link_key, const std::string &peer, wire::Notify &&notify) override;
-  bool OnControlStream(const std::shared_ptr<tcp::TargetStream> &stream, const wire::Hello &hello) override;
-  void OnControlStreamClosed(tcp::TargetStream *stream) override;
-  void OnNoDirect(tcp::TargetStream *stream) override { revocation_.SetIndirect(stream); }
-  void OnRevokeAck(uint64_t id, tcp::TargetStream *stream) override { revocation_.OnAck(id, stream); }
+  size_t registered_regions() const { return registry_.size(); }
+  // The transport carrying the data of the link to `remote`: NOT_CONNECTED
+  // without a working link (tests assert the choice with it).
+  Status LinkTransport(const std::string &remote, std::string *transport);
 
   // How long DeregisterMem waits for same-host peers to forget a region.
   static constexpr std::chrono::seconds kRevokeLimit{10};
@@ -111,15 +110,10 @@ class Engine : public tcp::TargetContext {
   // is on or the channel pool closed the link. NOT_CONNECTED, FAILED (broken
   // link, no AutoConnect) or a connect failure otherwise; all logged.
   Status UseLink(const char *call, const std::string &key, Deadline deadline, LinkRef *out);
-  // After the handshake: picks the link's data path (shm or tcp) within
-  // protocol_desc; returns the number of TCP streams the link needs, 0 when
-  // no allowed transport reaches the remote.
-  uint32_t ChooseTransport(Link &link, const wire::HelloAck &ack, int fd);
-  // Same boot and PID namespace (the pid may be 0: withheld) / and a pid.
-  bool SameKernel(const wire::HostIdentity &other) const;
-  bool SameHost(const wire::HostIdentity &other) const;
-  // A same-host peer proven to be the process it claims (see OnControlStream).
-  bool MayCopyDirectly(const tcp::TargetStream &stream, const wire::Hello &hello) const;
+  // After the handshake: the first of transports_ that reaches the remote
+  // makes the link's channel. SUCCESS, or TIMEOUT / FAILED (logged, with
+  // why each transport was not used).
+  Status ChooseTransport(Link &link, const EngineAddress &addr, const wire::HelloAck &ack, Deadline deadline);
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
   void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
   // st, or NOT_CONNECT where st is CONNECTED but the link to key has gone since.
@@ -130,12 +124,19 @@ class Engine : public tcp::TargetContext {
   Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect);
   void Housekeeping();
 
+  // engine.cc
+  // The transports protocol_desc allows, in the order a link tries them,
+  // and their parts of our HELLO.
+  Status StartTransports();
+  // Transports' registration hook for a new region (undone if one fails).
+  Status PrepareRegion(Region &region);
+
   // engine_transfer.cc
   // Checks every descriptor and pins the local regions used; PARAM_INVALID
   // (logged) names the first bad descriptor. Pieces with registered local
   // memory go to `direct`, the others (buffer pool on) to `relayed`.
   Status PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                      Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed);
+                      Deadline deadline, BatchHold *hold, std::vector<Piece> *direct, std::vector<Piece> *relayed);
   // The relay for the pieces that go through the buffer pool (nullptr when
   // there are none); it adds its part to `done` but does not run yet.
   std::shared_ptr<Relay> MakeRelay(const std::shared_ptr<Link> &link, TransferOp op, std::vector<Piece> relayed,
@@ -178,11 +179,15 @@ class Engine : public tcp::TargetContext {
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<IoWorker>> workers_;
-  // shm copies (when protocol_desc allows shm): as many threads as I/O
-  // workers, apart from them, so that copying a large batch never keeps the
-  // sockets of every link from being read (a peer would look dead).
-  std::vector<std::unique_ptr<IoWorker>> copy_workers_;
   std::atomic<bool> stopping_{false};
+  // protocol_desc's transports (or all, by rank), in the order links try
+  // them; constant once started. Links point at them: stopped only after
+  // every link is closed.
+  std::vector<std::unique_ptr<Transport>> transports_;
+  wire::Sections offers_;  // their parts of HELLO
+  // Serves peers (listener streams call it): declared after what it refers
+  // to, so that it is made after and destroyed before them.
+  Serving serving_;
 
   std::mutex connect_mu_;  // guards connecting_ and async_connect_
   std::condition_variable connect_cv_;

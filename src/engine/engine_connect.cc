@@ -6,11 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/fork_fds.h"
 #include "common/log.h"
 #include "engine/engine.h"
-#include "transport/shm/shm_channel.h"
-#include "transport/shm/socket_owner.h"
 
 namespace hixl {
 
@@ -50,7 +47,7 @@ Status Engine::CheckTimeout(const char *call, const std::string &key, int32_t ti
 }
 
 void Engine::CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why) {
-  for (auto &l : links) l->tcp->Close(why);
+  for (auto &l : links) l->Close(why);
   links.clear();
 }
 
@@ -79,62 +76,37 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
 
   auto link = std::make_shared<Link>();
   link->name = key;
-  tcp::LinkParams params;
+  ControlLink::Params params;
   params.local_name = name_;
   params.remote = addr;
   params.heartbeat_ms = opts_.heartbeat_ms;
-  params.cancel = &stopping_;
   params.host = host_;
-  // Without shm we never copy directly: naming no pid spares the target
-  // proving that we are that process (a scan of our fds on every Connect).
-  if (!opts_.AllowsProtocol("shm")) params.host.pid = 0;
-  params.regions = &link->remote_regions;
-  params.streams_after_hello = [this, &link](const wire::HelloAck &ack, int fd) {
-    return ChooseTransport(*link, ack, fd);
-  };
-  // REVOKE from the target: forget the region (waiting for copies into it),
-  // then say so. The link may be gone by then; the target then counts the
-  // closed stream as the answer.
-  std::weak_ptr<Link> weak = link;
-  params.on_push = [weak](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body,
-                          uint64_t rx_order) {
-    wire::RegionInfo region;
-    auto l = weak.lock();
-    if (l == nullptr || type != wire::MsgType::kRevoke || !wire::DecodeRevoke(body.data(), body.size(), &region)) {
-      return;
-    }
-    l->remote_regions.Revoke(region.addr, region.len, rx_order);
-    HIXL_LOGD("%s: region 0x%llx+%llu revoked by the target", l->name.c_str(),
-              static_cast<unsigned long long>(region.addr), static_cast<unsigned long long>(region.len));
-    std::vector<std::unique_ptr<tcp::Request>> ack;
-    ack.push_back(tcp::MakeRequest(wire::MsgType::kRevokeAck, {}, std::make_shared<Completion>()));
-    ack.back()->wire_id = id;  // echoes the REVOKE's id
-    ack.back()->done->AddParts(1);
-    stream.Submit(&ack);
-  };
-  // The stream closing: shm copies in flight finish first (they check the
-  // link, now broken, under a Hold). A link being destroyed has cancelled
-  // its shm copies already (its channel goes before its streams).
-  params.before_close = [weak] {
-    if (auto l = weak.lock()) l->remote_regions.WaitForHolds();
-  };
+  params.offers = offers_;
+  params.regions = link->remote_regions;
+  params.cancel = &stopping_;
   wire::HelloAck ack;
-  Status s = tcp::TcpLink::Open(params, workers_, deadline, &link->tcp, &ack);
+  std::string why;
+  Status s = ControlLink::Open(params, workers_, deadline, &link->control, &ack, &why);
+  if (s != SUCCESS) {
+    HIXL_LOGE("Connect %s: %s", key.c_str(), why.c_str());
+  } else {
+    s = ChooseTransport(*link, addr, ack, deadline);
+  }
   // In use from before it is in the table: the channel pool, making room
   // for another thread's link, never closes it before our caller has it.
   LinkRef mine(link);
-  if (s == SUCCESS && ack.host.pid != 0 && !link->shm) {
-    // Offered direct copies, it uses tcp: the target need not wait for it
-    // when it revokes a region (nor keep its stream after ending it).
-    auto no_direct = tcp::MakeRequest(wire::MsgType::kNoDirect, {}, std::make_shared<Completion>());
-    link->tcp->SubmitControl(std::move(no_direct));
-  }
   if (s == SUCCESS) {
+    // The target learns which transport carries the data: one that does not
+    // copy into its memory itself need not be waited for by revocations as
+    // one that does (nor keep its stream after it ends it).
+    link->control->SayUsing(link->transport->wire_id());
     link->Touch();
     std::vector<std::shared_ptr<Link>> evicted;
     s = links_.Insert(link, &evicted);
     CloseLinks(evicted, "closed by the channel pool (idle)");
-    if (s != SUCCESS) link->tcp->Close("the channel pool is full");
+    if (s != SUCCESS) link->Close("the channel pool is full");
+  } else if (link->control) {
+    link->Close("no transport");
   }
   {
     std::lock_guard<std::mutex> lock(connect_mu_);
@@ -143,59 +115,60 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   }
   if (s == SUCCESS && stopping_) {
     // Shutdown may have emptied the table before we added to it.
-    if (auto l = links_.Remove(key, link.get())) l->tcp->Close("engine is finalizing");
+    if (auto l = links_.Remove(key, link.get())) l->Close("engine is finalizing");
     return FAILED;
   }
   if (s == SUCCESS) {
-    HIXL_LOGI("Connect %s: link up; data over %s", key.c_str(), link->data().name());
+    HIXL_LOGI("Connect %s: link up; data over %s", key.c_str(), link->transport->name());
     if (out != nullptr) *out = std::move(mine);
   }
   return s;
 }
 
-uint32_t Engine::ChooseTransport(Link &link, const wire::HelloAck &ack, int fd) {
-  const bool allow_shm = opts_.AllowsProtocol("shm");
-  const bool allow_tcp = opts_.AllowsProtocol("tcp");
-  std::string why = "it runs on another host";
-  if (allow_shm && SameKernel(ack.host)) {
-    // The pid is the target's word: it must also hold the far end of the
-    // socket we dialed, or a local impostor could name another process of
-    // ours for us to write into.
-    const auto pid = static_cast<pid_t>(ack.host.pid);
-    // Opened before the proof: it then refers to the process proven, even
-    // if that one exits and its pid is reused.
-    const int pidfd = pid != 0 ? shm::ShmChannel::OpenPidfd(pid) : -1;
-    const bool no_pidfd = pidfd < 0 && errno != ENOSYS;  // ENOSYS: a kernel without pidfds (before 5.3)
-    if (pid == 0) {
-      why = "the target offers no direct copies (its protocol_desc leaves out shm, or it could not confirm which "
-            "process we are)";
-    } else if (no_pidfd) {
-      why = std::string("no pidfd for pid ") + std::to_string(pid) + ": " + std::strerror(errno);
-    } else if (!shm::ShmChannel::Probe(pid, &why)) {
-      why = "the kernel refuses cross-process copies (" + why + ")";
-    } else if (!shm::PeerHoldsSocket(fd, pid, &why)) {
-      why = "the target names pid " + std::to_string(pid) + ", which could not be confirmed: " + why;
-    } else if (shm::ShmChannel::Exited(pidfd)) {
-      why = "the target (pid " + std::to_string(pid) + ") exited";
-    } else {
-      // The channel asks the TCP link (set once Open returns) whether the
-      // target is still there.
-      Link *l = &link;
-      link.shm = std::make_unique<shm::ShmChannel>(
-          pid, pidfd, &link.remote_regions, [l] { return l->tcp && !l->tcp->broken(); }, &copy_workers_);
-      HIXL_LOGI("link to %s uses shm (pid %u on this host)", link.name.c_str(), ack.host.pid);
-      return 1;  // one TCP stream for control
+Status Engine::ChooseTransport(Link &link, const EngineAddress &addr, const wire::HelloAck &ack, Deadline deadline) {
+  PeerView peer;
+  peer.name = link.name;
+  peer.host = ack.host;
+  peer.sections = &ack.answers;
+  peer.control_fd = link.control->fd();
+  LinkSetup setup;
+  setup.remote = addr;
+  setup.link_nonce = link.control->link_nonce();
+  setup.regions = link.remote_regions.get();
+  setup.control = link.control.get();
+  const MemKinds kinds = MemKindBit(wire::MemKind::kHost);
+  std::string reasons;
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    Transport &t = *transports_[i];
+    std::string why;
+    if (!t.CanReach(peer, kinds, &why)) {
+      HIXL_LOGI("link to %s: not using %s: %s", link.name.c_str(), t.name(), why.c_str());
+      reasons += std::string(reasons.empty() ? "" : "; ") + t.name() + ": " + why;
+      continue;
     }
-    CloseKeptFd(pidfd);
-    if (allow_tcp) HIXL_LOGW("link to %s: not using shm: %s; falling back to tcp", link.name.c_str(), why.c_str());
+    std::unique_ptr<Channel> channel;
+    Status s = t.Connect(peer, setup, deadline, &channel, &why);
+    if (s == SUCCESS) {
+      link.channel = std::move(channel);
+      link.transport = &t;
+      HIXL_LOGI("link to %s uses %s", link.name.c_str(), t.name());
+      return SUCCESS;
+    }
+    reasons += std::string(reasons.empty() ? "" : "; ") + t.name() + ": " + why;
+    if (s == TIMEOUT || deadline.Expired()) {
+      HIXL_LOGE("Connect %s: %s did not connect in time: %s", link.name.c_str(), t.name(), why.c_str());
+      return TIMEOUT;
+    }
+    // It could reach the peer and failed: worth a warning when another
+    // transport takes over (the user may have expected this one).
+    if (i + 1 < transports_.size()) {
+      HIXL_LOGW("link to %s: not using %s: %s; trying %s", link.name.c_str(), t.name(), why.c_str(),
+                transports_[i + 1]->name());
+    }
   }
-  if (!allow_tcp) {
-    HIXL_LOGE("Connect %s: protocol_desc allows only shm, and shm cannot reach it: %s", link.name.c_str(),
-              why.c_str());
-    return 0;
-  }
-  HIXL_LOGI("link to %s uses tcp (%u streams)", link.name.c_str(), opts_.tcp_streams_per_link);
-  return opts_.tcp_streams_per_link;
+  HIXL_LOGE("Connect %s: no transport protocol_desc allows reaches it (%s)", link.name.c_str(),
+            reasons.empty() ? "none is available" : reasons.c_str());
+  return FAILED;
 }
 
 Status Engine::Connect(const std::string &remote, int32_t timeout_ms) {
@@ -223,7 +196,7 @@ Status Engine::Disconnect(const std::string &remote, int32_t timeout_ms) {
   }
   // Closing fails what is in flight; the remote sees the streams end and
   // releases its side.
-  link->tcp->Close("disconnected by the user");
+  link->Close("disconnected by the user");
   HIXL_LOGI("Disconnect %s: done", key.c_str());
   return SUCCESS;
 }
@@ -413,7 +386,9 @@ void Engine::Housekeeping() {
     if (hb > 0 && now >= next_hb) {
       next_hb = now + hb_every;
       for (const auto &l : links_.All()) {
-        if (!l->broken() && !l->tcp->CheckAlive(hb)) l->tcp->Close("heartbeat: the peer stopped answering");
+        if (!l->broken() && !(l->control->CheckAlive(hb) && l->channel->CheckAlive(hb))) {
+          l->Close("heartbeat: the peer stopped answering");
+        }
       }
     }
     lock.lock();

@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "engine/batch_check.h"
 #include "engine/engine.h"
-#include "memory/page_access.h"
+#include "memory/memory_kind.h"
 #include "wire/frame.h"
 
 namespace hixl {
@@ -23,7 +23,9 @@ Status CheckRelayedAccess(const Link &link, TransferOp op, const std::vector<Pie
   std::vector<MemRange> ranges;
   ranges.reserve(relayed.size());
   for (const Piece &p : relayed) ranges.push_back({p.local, p.len});
-  const size_t bad = FirstInaccessible(ranges.data(), ranges.size(), need);
+  // Unregistered memory is taken for host memory (a staging copy of it is
+  // what moves).
+  const size_t bad = HostMemory().FirstInaccessible(ranges.data(), ranges.size(), need);
   if (bad == ranges.size()) return SUCCESS;
   HIXL_LOGE("Transfer %s %s: local range 0x%" PRIxPTR "+%zu (not registered: it would be copied through the buffer "
             "pool) is memory this process may not %s; nothing of the batch was moved",
@@ -44,41 +46,19 @@ Status Engine::CheckTransferArgs(const char *call, const std::string &remote, Tr
 }
 
 Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline deadline) {
-  auto done = std::make_shared<Completion>();
-  auto result = std::make_shared<std::string>("no reply");
-  auto req = tcp::MakeRequest(wire::MsgType::kRegionsReq, {}, done);
-  // Applied with its place on the control stream: a REVOKE that the target
-  // sent after this reply but that another thread applied first is not
-  // undone by it (RemoteRegions::Replace). The reply may be applied after
-  // this call gave up waiting, by when the link may be gone: hence the weak
-  // reference.
-  std::weak_ptr<Link> weak = link;
-  req->on_reply = [result, weak](std::vector<uint8_t> &&body, uint64_t rx_order) {
-    auto l = weak.lock();
-    if (l == nullptr) return;
-    std::vector<wire::RegionInfo> table;
-    if (!wire::DecodeRegions(body.data(), body.size(), &table)) {
-      HIXL_LOGE("%s: malformed region table from the peer", l->name.c_str());
-      *result = "malformed";
-      return;
-    }
-    l->remote_regions.Replace(std::move(table), rx_order);
-    *result = "ok";
-  };
-  link->tcp->SubmitControl(std::move(req));
-  Status s = Finish(*link->tcp, done, deadline);
-  if (s != SUCCESS) return s;
-  return *result == "ok" ? SUCCESS : FAILED;
+  return link->control->FetchRegions(deadline);
 }
 
 Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                            Deadline deadline, PinSet *pins, std::vector<Piece> *direct, std::vector<Piece> *relayed) {
+                            Deadline deadline, BatchHold *hold, std::vector<Piece> *direct,
+                            std::vector<Piece> *relayed) {
   auto table = registry_.Snapshot();
   const unsigned local_need = op == READ ? kPageWrite : kPageRead;
-  BatchCheck check(*table, link->remote_regions, pool_.enabled(), local_need);
+  hold->tables.push_back(link->remote_regions->Snapshot());
+  BatchCheck check(*table, *hold->tables.back(), pool_.enabled(), local_need);
   bool refreshed = false;
   for (size_t from = 0;;) {
-    BatchCheck::Result r = check.Run(descs, from, pins, direct, relayed);
+    BatchCheck::Result r = check.Run(descs, from, &hold->pins, direct, relayed);
     if (r.verdict == BatchCheck::Verdict::kOk) return CheckRelayedAccess(*link, op, *relayed, local_need);
     const TransferOpDesc &d = descs[r.index];
     if (r.verdict == BatchCheck::Verdict::kRemoteUnknown && !refreshed) {
@@ -87,7 +67,8 @@ Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, co
       refreshed = true;
       Status s = RefreshRemoteRegions(link, deadline);
       if (s != SUCCESS) return s;
-      check.ForgetRemote();
+      hold->tables.push_back(link->remote_regions->Snapshot());
+      check.SetRemote(*hold->tables.back());
       from = r.index;
       continue;
     }
@@ -162,9 +143,9 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
   LinkRef link;
   s = UseLink("TransferSync", key, deadline, &link);
   if (s != SUCCESS) return s;
-  PinSet pins;
+  BatchHold hold;
   std::vector<Piece> direct, relayed;
-  s = PrepareBatch(link.shared(), op, descs, deadline, &pins, &direct, &relayed);
+  s = PrepareBatch(link.shared(), op, descs, deadline, &hold, &direct, &relayed);
   if (s != SUCCESS) return s;
   auto done = std::make_shared<Completion>();
   auto relay = MakeRelay(link.shared(), op, std::move(relayed), done, deadline);
@@ -206,7 +187,7 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   s = UseLink("TransferAsync", key, setup, &t->link);
   if (s != SUCCESS) return s;
   std::vector<Piece> direct, relayed;
-  s = PrepareBatch(t->link.shared(), op, descs, setup, &t->pins, &direct, &relayed);
+  s = PrepareBatch(t->link.shared(), op, descs, setup, &t->hold, &direct, &relayed);
   if (s != SUCCESS) return s;
   // The relay is set before the request is armed: its completion cancels it.
   std::shared_ptr<Link> link = t->link.shared();

@@ -9,27 +9,43 @@
 #include <string>
 
 #include "common/deadline.h"
+#include "control/control_link.h"
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
-#include "transport/tcp/tcp_link.h"
+#include "transport/transport.h"
 
 namespace hixl {
 
 struct Link {
+  ~Link() {
+    // The channel goes first: its copies in flight are cancelled while the
+    // control stream, which they check, is still there.
+    channel.reset();
+    control.reset();
+  }
+  // Close fails what is in flight on both; the remote sees the streams end.
+  void Close(const char *why) {
+    if (channel) channel->Close(why);
+    if (control) control->Close(why);
+  }
+  bool broken() const { return (control && control->broken()) || (channel && channel->broken()); }
+  bool idle() const { return (!control || control->idle()) && (!channel || channel->idle()); }
+  Channel &data() const { return *channel; }
+  void Touch() { last_used_ms.store(SteadyMillis(), std::memory_order_relaxed); }
+
   std::string name;  // canonical remote address, the key of the link table
-  // Control (handshake, notifies, region tables, revocations) always, and
-  // data unless `shm` carries it.
-  std::unique_ptr<tcp::TcpLink> tcp;
-  std::unique_ptr<Channel> shm;  // same-host data path, when usable
-  RemoteRegions remote_regions;
+  // The target's table, shared with the control link, which keeps it (see
+  // ControlLink::Params::regions).
+  std::shared_ptr<RemoteRegions> remote_regions = std::make_shared<RemoteRegions>();
+  // Handshake, region tables, notifies, revocations.
+  std::unique_ptr<ControlLink> control;
+  // The data path, made by `transport` (which outlives every link).
+  std::unique_ptr<Channel> channel;
+  Transport *transport = nullptr;
   // Calls and async transfers using the link now; the channel pool never
   // closes a link with users.
   std::atomic<int> users{0};
   std::atomic<int64_t> last_used_ms{0};
-
-  void Touch() { last_used_ms.store(SteadyMillis(), std::memory_order_relaxed); }
-  bool broken() const { return tcp->broken(); }
-  Channel &data() const { return shm ? *shm : static_cast<Channel &>(*tcp); }
 };
 
 // Holds one use of a link (users + 1) for its lifetime.

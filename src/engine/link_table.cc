@@ -27,7 +27,7 @@ LinkRef LinkTable::Acquire(const std::string &name, bool *evicted) {
 }
 
 // A link without its TCP part exists only in unit tests of the table.
-bool LinkTable::Idle(const Link &l) const { return l.users.load() == 0 && (l.tcp == nullptr || l.tcp->idle()); }
+bool LinkTable::Idle(const Link &l) const { return l.users.load() == 0 && l.idle(); }
 
 void LinkTable::EvictLocked(size_t keep, const Link *spare, std::vector<std::shared_ptr<Link>> *closed) {
   std::vector<std::shared_ptr<Link>> idle;

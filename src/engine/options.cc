@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "transport/registry.h"
 #include "wire/frame.h"
 
 namespace hixl {
@@ -87,8 +88,16 @@ bool ValidProtocolDesc(const std::string &desc) {
   if (colon == std::string::npos) return false;
   std::string protocol = desc.substr(0, colon);
   std::string placement = desc.substr(colon + 1);
-  bool known = protocol == "tcp" || protocol == "shm" || protocol == "rdma" || protocol == "ucx";
-  return known && (placement == "host" || placement == "device");
+  return Transports().Knows(protocol) && (placement == "host" || placement == "device");
+}
+
+std::string KnownProtocols() {
+  std::string out;
+  for (const auto &t : Transports().All()) {
+    out += (out.empty() ? "" : "|") + t.name;
+    for (const auto &a : t.aliases) out += "|" + a;
+  }
+  return out;
 }
 
 Status Invalid(std::string *why, const std::string &text) {
@@ -121,12 +130,21 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
   static const char *const kKnown[] = {
       "connect_pool.thread_num",      "connect_pool.task_queue_capacity",   "channel_pool.max_channel",
       "channel_pool.high_waterline",  "channel_pool.low_waterline",         "comm_resource_config.protocol_desc",
-      "comm_resource_config.listen_port", "tcp.streams_per_link",         "tcp.io_threads",
+      "comm_resource_config.listen_port", "tcp.io_threads",
       "max_regions",                  "heartbeat.interval_ms",              "async_transfer.timeout_ms"};
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     bool known = false;
     for (const char *k : kKnown) known = known || it.key() == k;
-    if (!known) HIXL_LOGW("GlobalResourceConfig: unknown field '%s' ignored", it.key().c_str());
+    if (known) continue;
+    // A transport's own field: the transport checks it.
+    const size_t dot = it.key().find('.');
+    TransportInfo info;
+    if (dot != std::string::npos && dot > 0 && Transports().Find(it.key().substr(0, dot), &info)) {
+      out->transport_config[info.name][it.key().substr(dot + 1)] =
+          it->is_string() ? it->get<std::string>() : it->dump();
+      continue;
+    }
+    HIXL_LOGW("GlobalResourceConfig: unknown field '%s' ignored", it.key().c_str());
   }
 
   Status s = SUCCESS;
@@ -135,7 +153,6 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
     return s;
   }
   if ((s = UintField(cfg, "channel_pool.max_channel", 1, 512, &out->max_channel, why)) != SUCCESS) return s;
-  if ((s = UintField(cfg, "tcp.streams_per_link", 1, 16, &out->tcp_streams_per_link, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "tcp.io_threads", 1, 64, &out->io_threads, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "max_regions", 256, wire::kMaxRegions, &out->max_regions, why)) != SUCCESS) return s;
   if ((s = UintField(cfg, "heartbeat.interval_ms", 0, 3600000, &out->heartbeat_ms, why)) != SUCCESS) return s;
@@ -181,7 +198,8 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
     for (const auto &d : list) {
       if (!ValidProtocolDesc(d)) {
         return Invalid(why, "GlobalResourceConfig: protocol_desc entry '" + d +
-                                "' is not protocol:placement (protocol tcp|shm|rdma|ucx, placement host|device)");
+                                "' is not protocol:placement (protocol " + KnownProtocols() +
+                                ", placement host|device)");
       }
     }
     out->protocols = list;
@@ -230,13 +248,6 @@ uint32_t DefaultIoThreads() {
   return static_cast<uint32_t>(std::clamp<long>(cores / 2, 1, 4));
 }
 
-bool EngineOptions::AllowsProtocol(const std::string &protocol) const {
-  if (protocols.empty()) return true;
-  for (const auto &d : protocols) {
-    if (d.compare(0, protocol.size() + 1, protocol + ":") == 0) return true;
-  }
-  return false;
-}
 
 Status ParseEngineOptions(const std::map<std::string, std::string> &options, EngineOptions *out, std::string *why) {
   EngineOptions opts;

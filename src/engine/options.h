@@ -36,13 +36,15 @@ struct EngineOptions {
   int32_t listen_port = -1;            // -1: not given
 
   // [beyond] GlobalResourceConfig fields of this project.
-  uint32_t tcp_streams_per_link = 2;   // data streams per link
-  uint32_t io_threads = DefaultIoThreads();  // epoll worker threads per engine
+  uint32_t io_threads = DefaultIoThreads();  // "tcp.io_threads": epoll worker threads per engine
   uint32_t max_regions = 65536;        // RegisterMem past this: RESOURCE_EXHAUSTED
   uint32_t heartbeat_ms = 10000;       // idle links are pinged this often; 0: off
   uint32_t async_timeout_ms = 60000;   // TransferAsync requests end TIMEOUT after this
+  // Fields "<transport>.<key>" of a transport this build knows (such as
+  // tcp.streams_per_link), by transport and key, values as text: each
+  // transport checks its own when the engine starts.
+  std::map<std::string, std::map<std::string, std::string>> transport_config;
 
-  bool AllowsProtocol(const std::string &protocol) const;
 };
 
 // Parses `options` into `out`. Returns SUCCESS, PARAM_INVALID or UNSUPPORTED;

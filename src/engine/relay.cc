@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "memory/memory_kind.h"
 
 namespace hixl {
 
@@ -53,9 +54,10 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
     while (next_ < pieces_.size() && used < b->size) {
       const Piece &p = pieces_[next_];
       size_t take = std::min(p.len - offset_, b->size - used);
-      Piece user{p.local + offset_, p.remote + offset_, take};
-      Piece staged{reinterpret_cast<uintptr_t>(b->data + used), p.remote + offset_, take};
-      if (is_write_) std::memcpy(b->data + used, reinterpret_cast<const void *>(user.local), take);
+      Piece user{p.local + offset_, p.remote + offset_, take, nullptr, p.remote_region};
+      Piece staged{reinterpret_cast<uintptr_t>(b->data + used), p.remote + offset_, take, nullptr, p.remote_region};
+      // (Unregistered memory is taken for host memory: see MemoryKind.)
+      if (is_write_) HostMemory().CopyToHost(b->data + used, reinterpret_cast<const void *>(user.local), take);
       round->user.push_back(user);
       round->staged.push_back(staged);
       used += take;
@@ -115,7 +117,7 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
         if (!is_write_) {
           size_t at = 0;
           for (const Piece &p : round->user) {
-            std::memcpy(reinterpret_cast<void *>(p.local), round->buffer->data + at, p.len);
+            HostMemory().CopyFromHost(reinterpret_cast<void *>(p.local), round->buffer->data + at, p.len);
             at += p.len;
           }
         }

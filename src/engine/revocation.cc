@@ -10,7 +10,7 @@ size_t Revocation::Pending::DirectOwing() const {
   return n;
 }
 
-void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct) {
+void Revocation::AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
   Peer &peer = peers_[stream.get()];
   peer = Peer{};
@@ -18,18 +18,18 @@ void Revocation::AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool 
   peer.direct = direct;
 }
 
-void Revocation::SetIndirect(tcp::TargetStream *stream) {
+void Revocation::SetIndirect(ControlPeer *stream) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = peers_.find(stream);
   if (it != peers_.end()) it->second.direct = false;
 }
 
-void Revocation::RemovePeer(tcp::TargetStream *stream) {
+void Revocation::RemovePeer(ControlPeer *stream) {
   std::lock_guard<std::mutex> lock(mu_);
   peers_.erase(stream);
 }
 
-void Revocation::OnAck(uint64_t id, tcp::TargetStream *stream) {
+void Revocation::OnAck(uint64_t id, ControlPeer *stream) {
   std::lock_guard<std::mutex> lock(mu_);
   auto peer = peers_.find(stream);
   if (peer != peers_.end() && peer->second.told.erase(id) > 0) peer->second.late = false;
@@ -38,7 +38,7 @@ void Revocation::OnAck(uint64_t id, tcp::TargetStream *stream) {
 }
 
 uint64_t Revocation::Start(const wire::RegionInfo &region, bool tell_tcp) {
-  std::vector<std::shared_ptr<tcp::TargetStream>> streams;
+  std::vector<std::shared_ptr<ControlPeer>> streams;
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);

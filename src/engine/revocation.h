@@ -35,7 +35,7 @@
 #include <set>
 #include <vector>
 
-#include "transport/tcp/target_stream.h"
+#include "control/peer_handler.h"
 #include "wire/messages.h"
 
 namespace hixl {
@@ -43,11 +43,11 @@ namespace hixl {
 class Revocation {
  public:
   // A peer's control stream; `direct`: it copies into our memory itself.
-  void AddPeer(const std::shared_ptr<tcp::TargetStream> &stream, bool direct);
-  // It said it will not copy directly (NO_DIRECT): a tcp peer from now on.
+  void AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct);
+  // It chose a transport that does not copy into our memory itself (USING): a tcp-like peer from now on.
   // Revocations it owes as a direct peer are still waited for.
-  void SetIndirect(tcp::TargetStream *stream);
-  void RemovePeer(tcp::TargetStream *stream);
+  void SetIndirect(ControlPeer *stream);
+  void RemovePeer(ControlPeer *stream);
   static constexpr size_t kMaxTcpUnanswered = 256;
 
   // Sends REVOKE for `region` to every direct peer, and with `tell_tcp` to
@@ -65,11 +65,11 @@ class Revocation {
   bool Wait(uint64_t id, std::chrono::milliseconds limit);
   void Forget(uint64_t id);
   // `stream` answered revocation `id` (or closed, which is as good).
-  void OnAck(uint64_t id, tcp::TargetStream *stream);
+  void OnAck(uint64_t id, ControlPeer *stream);
 
  private:
   struct Peer {
-    std::weak_ptr<tcp::TargetStream> stream;
+    std::weak_ptr<ControlPeer> stream;
     bool direct = false;
     bool late = false;           // a tcp peer that did not answer a REVOKE in time, nor any since
     std::set<uint64_t> told;     // as a tcp peer: the revocations it has not answered
@@ -78,14 +78,14 @@ class Revocation {
     wire::RegionInfo region;
     size_t direct_count = 0;  // direct peers told
     // The peers that still owe an answer, with whether each is direct.
-    std::map<tcp::TargetStream *, std::pair<std::weak_ptr<tcp::TargetStream>, bool>> owing;
+    std::map<ControlPeer *, std::pair<std::weak_ptr<ControlPeer>, bool>> owing;
     size_t DirectOwing() const;
   };
 
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
-  std::map<tcp::TargetStream *, Peer> peers_;
+  std::map<ControlPeer *, Peer> peers_;
   // Shared: several callers may Wait on one id (a retried DeregisterMem and
   // Finalize), and one may erase it while another still waits.
   std::map<uint64_t, std::shared_ptr<Pending>> waiting_;

@@ -8,7 +8,6 @@
 
 #include "common/deadline.h"
 #include "common/log.h"
-#include "memory/page_access.h"
 #include "memory/range_search.h"
 
 namespace hixl {
@@ -28,7 +27,8 @@ const int g_unpin_atfork = pthread_atfork(nullptr, nullptr, [] { g_unpin = new U
 
 }  // namespace
 
-RegionTable::RegionTable(std::vector<std::shared_ptr<Region>> regions) : regions_(std::move(regions)) {
+RegionTable::RegionTable(std::vector<std::shared_ptr<Region>> regions, uint64_t generation)
+    : regions_(std::move(regions)), generation_(generation) {
   std::sort(regions_.begin(), regions_.end(), [](const auto &a, const auto &b) {
     return a->addr != b->addr ? a->addr < b->addr : a->len < b->len;
   });
@@ -47,6 +47,26 @@ RegionTable::Ref RegionTable::Find(uintptr_t addr, size_t len, Ref hint) const {
       regions_, max_end_, addr, len, [](const std::shared_ptr<Region> &r) { return r->addr; },
       [](const std::shared_ptr<Region> &r, uint64_t a, uint64_t n) { return r->Contains(a, n); });
   return i == SIZE_MAX ? nullptr : &regions_[i];
+}
+
+wire::RegionPage RegionTable::Page(uint32_t first, size_t max_bytes) const {
+  wire::RegionPage page;
+  page.generation = generation_;
+  page.total = static_cast<uint32_t>(regions_.size());
+  page.first = std::min<uint32_t>(first, page.total);
+  size_t bytes = 0;
+  for (size_t i = page.first; i < regions_.size(); ++i) {
+    const Region &r = *regions_[i];
+    wire::RegionEntry e;
+    e.range = {r.addr, r.len};
+    e.kind = r.memory->wire_kind();
+    e.sections = r.sections;
+    bytes += wire::RegionEntryBytes(e);
+    if (bytes > max_bytes && !page.entries.empty()) break;
+    page.entries.push_back(std::move(e));
+  }
+  page.count = static_cast<uint32_t>(page.entries.size());
+  return page;
 }
 
 PinSet &PinSet::operator=(PinSet &&other) noexcept {
@@ -94,17 +114,21 @@ void Registry::NotifyUnpinned() {
   g_unpin->cv.notify_all();
 }
 
-Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *handle) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto same = by_range_.find({addr, len});
-  if (same != by_range_.end()) {
-    *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(same->second));
-    return SUCCESS;
-  }
-  if (by_id_.size() >= max_regions_) {
-    HIXL_LOGE("RegisterMem: %zu regions already registered, the engine's cap (max_regions); addr=0x%lx len=%zu",
-              by_id_.size(), static_cast<unsigned long>(addr), len);
-    return RESOURCE_EXHAUSTED;
+Status Registry::Register(uintptr_t addr, size_t len, const MemoryKind &memory, const Prepare &prepare,
+                          MemHandle *handle) {
+  std::lock_guard<std::mutex> serial(register_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto same = by_range_.find({addr, len});
+    if (same != by_range_.end()) {
+      *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(same->second));
+      return SUCCESS;
+    }
+    if (by_id_.size() >= max_regions_) {
+      HIXL_LOGE("RegisterMem: %zu regions already registered, the engine's cap (max_regions); addr=0x%lx len=%zu",
+                by_id_.size(), static_cast<unsigned long>(addr), len);
+      return RESOURCE_EXHAUSTED;
+    }
   }
   auto r = std::make_shared<Region>();
   // Handles are unique in the process, not only in this engine: a stale
@@ -113,7 +137,13 @@ Status Registry::Register(uintptr_t addr, size_t len, MemType type, MemHandle *h
   r->id = next_id.fetch_add(1, std::memory_order_relaxed);
   r->addr = addr;
   r->len = len;
-  r->type = type;
+  r->memory = &memory;
+  if (prepare) {
+    Status s = prepare(*r);
+    if (s != SUCCESS) return s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++generation_;
   by_id_[r->id] = r;
   by_range_[{addr, len}] = r->id;
   dirty_ = true;
@@ -135,6 +165,7 @@ std::shared_ptr<Region> Registry::Revoke(MemHandle handle) {
   std::shared_ptr<Region> r = it->second;
   by_id_.erase(it);
   by_range_.erase({r->addr, r->len});
+  ++generation_;
   dirty_ = true;
   // Revoke under the lock: a later Snapshot cannot hand the region out.
   r->revoked.store(true);
@@ -162,14 +193,6 @@ std::shared_ptr<const RegionTable> Registry::Snapshot() const {
   return table_;
 }
 
-std::vector<wire::RegionInfo> Registry::Export() const {
-  auto table = Snapshot();
-  std::vector<wire::RegionInfo> out;
-  out.reserve(table->regions().size());
-  for (const auto &r : table->regions()) out.push_back({r->addr, r->len});
-  return out;
-}
-
 size_t Registry::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return by_id_.size();
@@ -179,21 +202,8 @@ void Registry::Rebuild() const {
   std::vector<std::shared_ptr<Region>> all;
   all.reserve(by_id_.size());
   for (const auto &[id, r] : by_id_) all.push_back(r);
-  table_ = std::make_shared<RegionTable>(std::move(all));
+  table_ = std::make_shared<RegionTable>(std::move(all), generation_);
   dirty_ = false;
-}
-
-bool Registry::AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need) {
-  std::lock_guard<std::mutex> lock(r.map_mu);
-  if (r.map != nullptr && (r.map->Access(addr, len) & need) == need) return true;
-  const int64_t now = SteadyMillis();
-  // Refused by a map read a moment ago: refused. Read longer ago (or never):
-  // read it again, the memory may have been made accessible since.
-  if (r.map != nullptr && now - r.map_read_ms < kMapRereadMs) return false;
-  r.map = std::make_shared<const AccessMap>(AccessMap::Of(r.addr, r.len));
-  r.map_read_ms = now;
-  r.access.store(r.map->whole() | Region::kAccessKnown, std::memory_order_relaxed);
-  return (r.map->Access(addr, len) & need) == need;
 }
 
 }  // namespace hixl

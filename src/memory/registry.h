@@ -9,12 +9,15 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "hixl/hixl_types.h"
+#include "memory/memory_kind.h"
 #include "wire/messages.h"
 
 namespace hixl {
@@ -25,7 +28,12 @@ struct Region {
   uint64_t id = 0;
   uintptr_t addr = 0;
   size_t len = 0;
-  MemType type = MEM_HOST;
+  const MemoryKind *memory = &HostMemory();
+  // Set before the region is in any table, constant after: what transports
+  // attach to its entry in our region table (a remote key), and what they
+  // keep for themselves (a memory handle), by transport wire id.
+  wire::Sections sections;
+  std::vector<std::pair<uint16_t, std::shared_ptr<void>>> transport_state;
   std::atomic<int64_t> pins{0};
   std::atomic<bool> revoked{false};
   // PageAccess bits that hold for the whole region, plus kAccessKnown once
@@ -45,15 +53,21 @@ struct Region {
 // An immutable, sorted view of the registered regions.
 class RegionTable {
  public:
-  explicit RegionTable(std::vector<std::shared_ptr<Region>> regions);
+  explicit RegionTable(std::vector<std::shared_ptr<Region>> regions, uint64_t generation = 0);
   // A region that contains [addr, addr+len), or nullptr. `hint`, when given,
   // is tried first (batches tend to hit one region many times).
   using Ref = const std::shared_ptr<Region> *;
   Ref Find(uintptr_t addr, size_t len, Ref hint = nullptr) const;
   const std::vector<std::shared_ptr<Region>> &regions() const { return regions_; }
+  // The registry's generation this table was made at (see Registry::Page).
+  uint64_t generation() const { return generation_; }
+  // Entries [first, ...) as a page of at most about `max_bytes` (one entry at
+  // least, when any is left).
+  wire::RegionPage Page(uint32_t first, size_t max_bytes = wire::kMaxRegionPageBytes) const;
 
  private:
   std::vector<std::shared_ptr<Region>> regions_;  // by addr, then len
+  uint64_t generation_ = 0;
   std::vector<uint64_t> max_end_;                  // max end over regions_[0..i]
 };
 
@@ -82,8 +96,16 @@ class Registry {
  public:
   explicit Registry(size_t max_regions) : max_regions_(max_regions) {}
 
-  // SUCCESS (same handle for the same (addr, len)), or RESOURCE_EXHAUSTED.
-  Status Register(uintptr_t addr, size_t len, MemType type, MemHandle *handle);
+  // Runs once for a new region, before any table holds it: transports
+  // attach their keys (sections, transport_state). Its failure is returned.
+  using Prepare = std::function<Status(Region &)>;
+  // SUCCESS (same handle for the same (addr, len)), RESOURCE_EXHAUSTED, or
+  // what `prepare` returned. Registrations run one at a time.
+  Status Register(uintptr_t addr, size_t len, const MemoryKind &memory, const Prepare &prepare, MemHandle *handle);
+  // Host memory that no transport prepares (tests, benchmarks).
+  Status Register(uintptr_t addr, size_t len, MemHandle *handle) {
+    return Register(addr, len, HostMemory(), nullptr, handle);
+  }
   // Revokes the region and waits until nothing has it pinned. Users that
   // stall while holding a revoked region abort themselves (see TargetStream).
   // Unknown handles are ignored.
@@ -94,7 +116,6 @@ class Registry {
   void WaitUnpinned(const Region &r);
 
   std::shared_ptr<const RegionTable> Snapshot() const;
-  std::vector<wire::RegionInfo> Export() const;
   size_t size() const;
 
   // Whether this process may read (need = kPageRead) or write (kPageWrite)
@@ -105,7 +126,7 @@ class Registry {
   // reservation committed piecemeal, say) becomes usable.
   static bool Allows(Region &r, uintptr_t addr, size_t len, unsigned need) {
     // Inline: runs per descriptor, and nearly always the whole region may.
-    return (r.access.load(std::memory_order_relaxed) & need) == need || AllowsPart(r, addr, len, need);
+    return (r.access.load(std::memory_order_relaxed) & need) == need || r.memory->AllowsPart(r, addr, len, need);
   }
   static constexpr int64_t kMapRereadMs = 100;
 
@@ -114,10 +135,14 @@ class Registry {
 
  private:
   void Rebuild() const;  // with mu_ held; only when dirty_
-  static bool AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need);
 
   const size_t max_regions_;
+  // Held for a whole Register, Prepare included (which may be slow: a
+  // transport pinning memory), so that one range is prepared once; lookups
+  // take only mu_ meanwhile. Taken before mu_.
+  std::mutex register_mu_;
   mutable std::mutex mu_;
+  uint64_t generation_ = 0;  // under mu_: one more for every change
   std::map<uint64_t, std::shared_ptr<Region>> by_id_;
   std::map<std::pair<uintptr_t, size_t>, uint64_t> by_range_;
   // Rebuilt lazily, at the first Snapshot after a change, so that registering

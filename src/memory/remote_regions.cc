@@ -1,29 +1,68 @@
 #include "memory/remote_regions.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 
 #include "memory/range_search.h"
 
 namespace hixl {
+namespace {
 
-void RemoteRegions::RebuildLocked() {
-  std::sort(regions_.begin(), regions_.end(),
-            [](const auto &a, const auto &b) { return a.addr != b.addr ? a.addr < b.addr : a.len < b.len; });
-  MaxEndsLocked();
+bool SameSections(const wire::Sections &a, const wire::Sections &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].id != b[i].id || a[i].bytes != b[i].bytes) return false;
+  }
+  return true;
 }
 
-void RemoteRegions::MaxEndsLocked() {
-  max_end_.clear();
+}  // namespace
+
+RemoteTable::RemoteTable(std::vector<std::shared_ptr<const RemoteRegion>> regions, bool sorted)
+    : regions_(std::move(regions)) {
+  if (!sorted) {
+    std::sort(regions_.begin(), regions_.end(), [](const auto &a, const auto &b) {
+      return a->range.addr != b->range.addr ? a->range.addr < b->range.addr : a->range.len < b->range.len;
+    });
+  }
   max_end_.reserve(regions_.size());
   uint64_t m = 0;
   for (const auto &r : regions_) {
-    m = std::max(m, r.addr + r.len);
+    m = std::max(m, r->end());
     max_end_.push_back(m);
   }
 }
 
-void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions, uint64_t order) {
+const RemoteRegion *RemoteTable::Find(uint64_t addr, uint64_t len) const {
+  size_t i = FindContaining(
+      regions_, max_end_, addr, len, [](const auto &r) { return r->range.addr; },
+      [](const auto &r, uint64_t a, uint64_t n) { return r->Contains(a, n); });
+  return i == SIZE_MAX ? nullptr : regions_[i].get();
+}
+
+RemoteRegions::RemoteRegions() : table_(std::make_shared<RemoteTable>()) {}
+
+void RemoteRegions::Replace(std::vector<wire::RegionEntry> entries, uint64_t order) {
+  std::shared_ptr<const RemoteTable> old;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    old = table_;
+  }
+  // Built outside the lock (a table may hold 65536 entries); applied below
+  // only if nothing newer came meanwhile.
+  std::map<std::pair<uint64_t, uint64_t>, const std::shared_ptr<const RemoteRegion> *> before;
+  for (const auto &r : old->regions()) before[{r->range.addr, r->range.len}] = &r;
+  std::vector<std::shared_ptr<const RemoteRegion>> regions;
+  regions.reserve(entries.size());
+  for (auto &e : entries) {
+    auto it = before.find({e.range.addr, e.range.len});
+    if (it != before.end() && (*it->second)->kind == e.kind && SameSections((*it->second)->sections, e.sections)) {
+      regions.push_back(*it->second);
+    } else {
+      regions.push_back(std::make_shared<const RemoteRegion>(RemoteRegion{e.range, e.kind, std::move(e.sections)}));
+    }
+  }
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (order < table_order_) return;  // a newer table is in place
   table_order_ = order;
@@ -34,11 +73,10 @@ void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions, uint64_t orde
   // What was revoked after this table was sent is not in it any more.
   for (const auto &[at, gone] : tombstones_) {
     regions.erase(std::remove_if(regions.begin(), regions.end(),
-                                 [&](const wire::RegionInfo &r) { return r.addr == gone.addr && r.len == gone.len; }),
+                                 [&](const auto &r) { return r->range.addr == gone.addr && r->range.len == gone.len; }),
                   regions.end());
   }
-  regions_ = std::move(regions);
-  RebuildLocked();
+  table_ = std::make_shared<const RemoteTable>(std::move(regions));
 }
 
 void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
@@ -46,35 +84,33 @@ void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
   // A table sent after the revocation reflects it already (it holds the
   // region only if it was registered again since).
   if (order < table_order_) return;
-  regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
-                                [&](const wire::RegionInfo &r) { return r.addr == addr && r.len == len; }),
-                 regions_.end());
   if (order > table_order_) {
     tombstones_.emplace_back(order, wire::RegionInfo{addr, len});
     if (tombstones_.size() > kMaxTombstones) tombstones_.pop_front();
   }
-  MaxEndsLocked();  // (still sorted: every peer hears of every deregistration, so keep this linear)
+  const auto &regions = table_->regions();
+  auto gone = [&](const auto &r) { return r->range.addr == addr && r->range.len == len; };
+  if (std::none_of(regions.begin(), regions.end(), gone)) return;
+  // Every peer hears of every deregistration: keep this linear (what is
+  // left stays sorted).
+  std::vector<std::shared_ptr<const RemoteRegion>> rest;
+  rest.reserve(regions.size());
+  for (const auto &r : regions) {
+    if (!gone(r)) rest.push_back(r);
+  }
+  table_ = std::make_shared<const RemoteTable>(std::move(rest), /*sorted=*/true);
 }
 
 void RemoteRegions::WaitForHolds() { std::unique_lock<std::shared_mutex> lock(mu_); }
 
 bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  return ContainsLocked(addr, len);
+  return table_->Find(addr, len) != nullptr;
 }
 
-bool RemoteRegions::Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const {
+std::shared_ptr<const RemoteTable> RemoteRegions::Snapshot() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  size_t i = FindLocked(addr, len);
-  if (i == SIZE_MAX) return false;
-  *region = regions_[i];
-  return true;
-}
-
-size_t RemoteRegions::FindLocked(uint64_t addr, uint64_t len) const {
-  return FindContaining(
-      regions_, max_end_, addr, len, [](const wire::RegionInfo &r) { return r.addr; },
-      [](const wire::RegionInfo &r, uint64_t a, uint64_t n) { return a >= r.addr && n <= r.len && a - r.addr <= r.len - n; });
+  return table_;
 }
 
 }  // namespace hixl

@@ -3,70 +3,100 @@
 // Over TCP the copy only lets the initiator refuse a bad batch before any of
 // it is sent: the target checks again (it revokes regions here too, and
 // waits a short while for the acknowledgement, so that a batch started after
-// its DeregisterMem returned is refused whole). Over shm it is the only
-// check, so it must never hold a region the target has deregistered: the
-// target revokes regions here (and waits for the acknowledgement) before
-// DeregisterMem returns. Copies into the target run under Hold(), which keeps the checked
-// ranges from being revoked until the copy is done.
+// its DeregisterMem returned is refused whole). Over a transport that reaches
+// the target's memory without it (shm) it is the only check, so it must never
+// hold a region the target has deregistered: the target revokes regions here
+// (and waits for the acknowledgement) before DeregisterMem returns. Copies
+// into the target run under Hold(), which keeps the checked ranges from being
+// revoked until the copy is done.
+//
+// The table is an immutable snapshot, replaced whole: a batch keeps the
+// snapshot it was checked against, and its pieces point at the entries they
+// use (a transport that needs a remote key finds it there, without a search).
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
-#include <utility>
+#include <memory>
 #include <shared_mutex>
+#include <utility>
 #include <vector>
 
 #include "wire/messages.h"
 
 namespace hixl {
 
+// One region of the target's table, constant once made.
+struct RemoteRegion {
+  wire::RegionInfo range;
+  wire::MemKind kind = wire::MemKind::kHost;
+  wire::Sections sections;  // what the target's transports attached (keys)
+
+  uint64_t end() const { return range.addr + range.len; }
+  bool Contains(uint64_t a, uint64_t n) const {
+    return a >= range.addr && n <= range.len && a - range.addr <= range.len - n;
+  }
+};
+
+// A sorted, immutable table of remote regions.
+class RemoteTable {
+ public:
+  RemoteTable() = default;
+  // `sorted`: the regions are in order already (by addr, then len).
+  explicit RemoteTable(std::vector<std::shared_ptr<const RemoteRegion>> regions, bool sorted = false);
+  // A region containing [addr, addr+len), or nullptr.
+  const RemoteRegion *Find(uint64_t addr, uint64_t len) const;
+  const std::vector<std::shared_ptr<const RemoteRegion>> &regions() const { return regions_; }
+
+ private:
+  std::vector<std::shared_ptr<const RemoteRegion>> regions_;  // by addr, then len
+  std::vector<uint64_t> max_end_;                              // max end over regions_[0..i]
+};
+
 class RemoteRegions {
  public:
+  RemoteRegions();
   // Tables and revocations arrive on the link's control stream; `order` is
   // the frame's place in it (0: the handshake's). Several threads read a
   // stream, and each applies what it read after letting go of the stream, so
   // they may apply out of order: a table is applied without the regions
   // revoked after it, and not at all if a later table was applied already.
-  void Replace(std::vector<wire::RegionInfo> regions, uint64_t order = 0);
+  // Entries equal to ones in place are kept as they are (the same objects).
+  void Replace(std::vector<wire::RegionEntry> entries, uint64_t order = 0);
   // Removes the region (addr, len) exactly; waits for Holds using it. Not
   // when the table in place was sent after the revocation.
   void Revoke(uint64_t addr, uint64_t len, uint64_t order);
   bool Contains(uint64_t addr, uint64_t len) const;
+  // The table in place now.
+  std::shared_ptr<const RemoteTable> Snapshot() const;
   // Returns once no Hold taken before the call is alive: a copy that checks,
   // under its Hold, a flag set before this call sees it.
   void WaitForHolds();
-  // Like Contains, and says which region contains the range.
-  bool Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const;
 
   // While alive, no Replace/Revoke can happen: ranges checked with
-  // ContainsHeld stay valid.
+  // Contains stay valid.
   class Hold {
    public:
-    explicit Hold(const RemoteRegions &r) : r_(r), lock_(r.mu_) {}
-    bool Contains(uint64_t addr, uint64_t len) const { return r_.ContainsLocked(addr, len); }
+    explicit Hold(const RemoteRegions &r) : lock_(r.mu_), table_(r.table_.get()) {}
+    bool Contains(uint64_t addr, uint64_t len) const { return table_->Find(addr, len) != nullptr; }
 
    private:
-    const RemoteRegions &r_;
     std::shared_lock<std::shared_mutex> lock_;
+    const RemoteTable *table_;
   };
 
  private:
-  bool ContainsLocked(uint64_t addr, uint64_t len) const { return FindLocked(addr, len) != SIZE_MAX; }
-  size_t FindLocked(uint64_t addr, uint64_t len) const;
-  void RebuildLocked();   // sorts, then MaxEndsLocked
-  void MaxEndsLocked();   // max_end_ from the sorted regions_
-
   // Revocations kept for a table that arrived before them but is applied
   // after them; the newest only: the race is between two threads that each
   // just read a frame.
   static constexpr size_t kMaxTombstones = 4096;
 
   mutable std::shared_mutex mu_;
-  std::vector<wire::RegionInfo> regions_;  // sorted by addr
-  std::vector<uint64_t> max_end_;
-  uint64_t table_order_ = 0;  // of the table applied last
-  std::deque<std::pair<uint64_t, wire::RegionInfo>> tombstones_;  // (order, region), newer than table_order_, by arrival
+  std::shared_ptr<const RemoteTable> table_;  // under mu_; never null
+  uint64_t table_order_ = 0;                  // under mu_: of the table applied last
+  // Under mu_: (order, region), newer than table_order_, by arrival.
+  std::deque<std::pair<uint64_t, wire::RegionInfo>> tombstones_;
 };
 
 }  // namespace hixl

@@ -1,6 +1,6 @@
 // channel.h: the data path of a link. The engine checks a batch, then hands
-// it to the link's channel: TCP streams (transport/tcp) or, to an engine on
-// the same host, direct copies into its memory (transport/shm).
+// it to the link's channel, which a transport made (transport.h): TCP
+// streams, direct copies into a same-host peer's memory, ...
 #pragma once
 
 #include <cstddef>
@@ -12,16 +12,26 @@
 
 namespace hixl {
 
+struct Region;
+struct RemoteRegion;
+
 // One piece of a batch: `len` bytes between local and remote addresses.
 struct Piece {
   uintptr_t local;
   uintptr_t remote;
   size_t len;
+  // What the batch check found, valid while the batch runs: the registered
+  // local region holding the piece (pinned by the batch; nullptr for the
+  // relay's staging buffers), and the remote table's entry holding it (the
+  // batch keeps that table). A transport that needs keys reads them here.
+  const Region *local_region = nullptr;
+  const RemoteRegion *remote_region = nullptr;
 };
 
 class Channel {
  public:
   virtual ~Channel() = default;
+  // The transport's name, for logs ("tcp", "shm").
   virtual const char *name() const = 0;
   // Starts moving the batch; every part it makes is one part of `done`.
   // With `caller_waits` the channel may do the work on the calling thread
@@ -33,6 +43,35 @@ class Channel {
   // Lends the calling thread to move what is pending, without blocking (a
   // caller polling an async request). Channels that need no help ignore it.
   virtual void Progress() {}
+  // Fails what is in flight and carries nothing more.
+  virtual void Close(const char *why) = 0;
+  // True once it can carry no more batches (a stream closed, the peer died).
+  virtual bool broken() const = 0;
+  // True when nothing of a caller's is in flight (the channel pool may then
+  // close the link).
+  virtual bool idle() const = 0;
+  // Heartbeat, every so often: false when the peer is gone (see
+  // heartbeat.interval_ms). Channels watched by their link's control stream
+  // alone need nothing more.
+  virtual bool CheckAlive(int64_t interval_ms) {
+    (void)interval_ms;
+    return true;
+  }
 };
+
+// Waits for `done` until `deadline`. On a failure or at the deadline cancels
+// what is left of it on `channel` (so that nothing of it touches user memory
+// afterwards) and returns the verdict: the failure, TIMEOUT, or SUCCESS when
+// every part completed meanwhile after all.
+inline Status AwaitOrCancel(Channel &channel, Completion &done, Deadline deadline) {
+  Status s = done.Wait(deadline);
+  if (s == SUCCESS) return s;
+  // Finished before the cancel, whose dropped parts complete as FAILED: the
+  // verdict is the timeout (unless every part completed meanwhile).
+  done.Finish(s);
+  channel.Cancel(&done);
+  done.Poll(&s);
+  return s;
+}
 
 }  // namespace hixl

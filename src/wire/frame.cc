@@ -23,7 +23,7 @@ const char *MsgTypeName(MsgType type) {
     case MsgType::kBye: return "BYE";
     case MsgType::kRevoke: return "REVOKE";
     case MsgType::kRevokeAck: return "REVOKE_ACK";
-    case MsgType::kNoDirect: return "NO_DIRECT";
+    case MsgType::kUsing: return "USING";
   }
   return "UNKNOWN";
 }
@@ -38,7 +38,7 @@ bool IsRequest(MsgType type) {
     case MsgType::kPing:
     case MsgType::kBye:
     case MsgType::kRevokeAck:
-    case MsgType::kNoDirect:
+    case MsgType::kUsing:
       return true;
     default:
       return false;
@@ -46,7 +46,7 @@ bool IsRequest(MsgType type) {
 }
 
 bool ExpectsReply(MsgType request) {
-  return request != MsgType::kBye && request != MsgType::kRevokeAck && request != MsgType::kNoDirect;
+  return request != MsgType::kBye && request != MsgType::kRevokeAck && request != MsgType::kUsing;
 }
 
 MsgType ReplyOf(MsgType request) {

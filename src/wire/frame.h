@@ -18,11 +18,14 @@
 namespace hixl::wire {
 
 constexpr uint32_t kMagic = 0x4C584948;  // "HIXL" in little-endian byte order
-constexpr uint8_t kVersion = 2;  // 2: NO_DIRECT, and half-closed streams to peers that copy directly
+// 3: HELLO, HELLO_ACK and region tables in sections (extensible without a
+// new version), paged region tables, USING. 2: NO_DIRECT, half-closed streams.
+constexpr uint8_t kVersion = 3;
 constexpr size_t kHeaderSize = 32;
 
 // Limits. A frame beyond them is a protocol error and closes its stream.
 constexpr uint32_t kMaxBody = 4u << 20;
+constexpr uint32_t kMaxHelloBody = 64u << 10;  // room for transports' offers (a UCX worker address)
 constexpr uint32_t kMaxSegmentsPerFrame = 65536;
 constexpr uint64_t kMaxPayload = 1ull << 30;
 constexpr size_t kMaxEngineName = 256;
@@ -45,7 +48,7 @@ enum class MsgType : uint8_t {
   kBye = 13,         // initiator is closing the link; no reply
   kRevoke = 14,      // target -> initiator, unasked: forget a region (body: region)
   kRevokeAck = 15,   // initiator -> target: done forgetting it; no reply
-  kNoDirect = 16,    // initiator -> target, stream 0: offered shm, it uses tcp (never copies itself); no reply
+  kUsing = 16,       // initiator -> target, stream 0: the transport it chose for the link's data; no reply
 };
 constexpr uint8_t kMaxMsgType = 16;
 
@@ -54,7 +57,7 @@ const char *MsgTypeName(MsgType type);
 bool IsRequest(MsgType type);
 // The reply type of a request (for those without reply: the request's type).
 MsgType ReplyOf(MsgType request);
-// False for the requests that get no reply (kBye, kRevokeAck, kNoDirect).
+// False for the requests that get no reply (kBye, kRevokeAck, kUsing).
 bool ExpectsReply(MsgType request);
 
 struct FrameHeader {

@@ -21,102 +21,236 @@ bool Printable(const std::string &s) {
   return true;
 }
 
+// Section ids of HELLO and HELLO_ACK. Ids below kTransportSection are the
+// protocol's own fields; kTransportSection + a transport's wire id holds that
+// transport's part.
+enum Field : uint16_t {
+  kInitiatorName = 1,
+  kTargetName = 2,
+  kLinkNonce = 3,
+  kStream = 4,     // u16 index, u16 count
+  kHeartbeat = 5,  // u32 ms
+  kHost = 6,       // boot_id, u64 pid_ns, u32 uid
+  kReason = 7,
+  kRegionPage = 8,
+};
+constexpr uint16_t kTransportSection = 0x8000;
+
 void EncodeHost(const HostIdentity &h, Writer *w) {
   w->Str(h.boot_id);
   w->U64(h.pid_ns);
   w->U32(h.uid);
-  w->U32(h.pid);
 }
 
-void DecodeHost(Reader *r, HostIdentity *h) {
+bool DecodeHost(Reader *r, HostIdentity *h) {
   h->boot_id = r->Str(kMaxBootId);
   h->pid_ns = r->U64();
   h->uid = r->U32();
-  h->pid = r->U32();
+  return r->ok() && Printable(h->boot_id);
 }
 
-// One region on the wire: addr, len (16 bytes). Region lists and REVOKE.
-void EncodeRegion(const RegionInfo &r, Writer *w) {
-  w->U64(r.addr);
-  w->U64(r.len);
+void EncodeSections(uint16_t base, const Sections &sections, Writer *w) {
+  for (const Section &s : sections) w->Section(static_cast<uint16_t>(base + s.id), [&](Writer &out) { out.Bytes(s.bytes); });
 }
 
-RegionInfo DecodeRegion(Reader *r) {
-  RegionInfo info;
-  info.addr = r->U64();
-  info.len = r->U64();
-  return info;
+// Adds one section to `out`; false if its id is there already (a peer must
+// not say two things at once).
+bool AddSection(uint16_t id, Reader body, Sections *out) {
+  if (FindSection(*out, id) != nullptr) return false;
+  Section s;
+  s.id = id;
+  const size_t n = body.remaining();
+  const uint8_t *p = body.Take(n);
+  if (n > 0) s.bytes.assign(p, p + n);
+  out->push_back(std::move(s));
+  return true;
 }
 
-void EncodeRegionList(const std::vector<RegionInfo> &regions, Writer *w) {
-  w->U32(static_cast<uint32_t>(regions.size()));
-  for (const auto &r : regions) EncodeRegion(r, w);
+void EncodeEntry(const RegionEntry &e, Writer *w) {
+  const size_t at = w->Reserve32();
+  w->U64(e.range.addr);
+  w->U64(e.range.len);
+  w->U8(static_cast<uint8_t>(e.kind));
+  EncodeSections(0, e.sections, w);
+  w->Patch32(at, static_cast<uint32_t>(w->size() - at - 4));
 }
 
-bool DecodeRegionList(Reader *r, std::vector<RegionInfo> *regions) {
-  uint32_t n = r->U32();
-  if (!r->ok() || n > kMaxRegions || r->remaining() < static_cast<size_t>(n) * 16) return false;
-  regions->clear();
-  regions->reserve(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    RegionInfo info = DecodeRegion(r);
-    if (info.len == 0 || info.addr + info.len < info.addr) return false;
-    regions->push_back(info);
+// One entry; *known is false for a memory kind this build does not know
+// (the entry is then skipped: nothing of ours can move such memory).
+bool DecodeEntry(Reader *r, RegionEntry *e, bool *known) {
+  const uint32_t n = r->U32();
+  Reader body = r->Sub(n);
+  e->range.addr = body.U64();
+  e->range.len = body.U64();
+  const uint8_t kind = body.U8();
+  if (!body.ok() || e->range.len == 0 || e->range.addr + e->range.len < e->range.addr) return false;
+  *known = kind <= kMaxMemKind;
+  e->kind = static_cast<MemKind>(kind);
+  e->sections.clear();
+  uint16_t id;
+  Reader section(nullptr, 0);
+  while (body.NextSection(&id, &section)) {
+    if (!AddSection(id, section, &e->sections)) return false;
+  }
+  return body.at_end();
+}
+
+void EncodePage(const RegionPage &page, Writer *w) {
+  w->U64(page.generation);
+  w->U32(page.total);
+  w->U32(page.first);
+  w->U32(static_cast<uint32_t>(page.entries.size()));
+  for (const auto &e : page.entries) EncodeEntry(e, w);
+}
+
+bool DecodePage(Reader *r, RegionPage *page) {
+  page->generation = r->U64();
+  page->total = r->U32();
+  page->first = r->U32();
+  const uint32_t count = r->U32();
+  page->count = count;
+  if (!r->ok() || page->total > kMaxRegions || page->first > page->total || count > page->total - page->first ||
+      r->remaining() / 21 < count) {  // 21: the smallest entry
+    return false;
+  }
+  page->entries.clear();
+  page->entries.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    RegionEntry e;
+    bool known = false;
+    if (!DecodeEntry(r, &e, &known)) return false;
+    if (known) page->entries.push_back(std::move(e));
   }
   return r->ok();
 }
 
 }  // namespace
 
+const std::vector<uint8_t> *FindSection(const Sections &sections, uint16_t id) {
+  for (const Section &s : sections) {
+    if (s.id == id) return &s.bytes;
+  }
+  return nullptr;
+}
+
+size_t RegionEntryBytes(const RegionEntry &e) {
+  size_t n = 4 + 8 + 8 + 1;
+  for (const Section &s : e.sections) n += 6 + s.bytes.size();
+  return n;
+}
+
 void EncodeHello(const Hello &m, std::vector<uint8_t> *out) {
   Writer w(out);
-  w.Str(m.initiator);
-  w.Str(m.target);
-  w.U64(m.link_nonce);
-  w.U16(m.stream_index);
-  w.U16(m.stream_count);
-  w.U32(m.heartbeat_ms);
-  EncodeHost(m.host, &w);
+  w.Section(kInitiatorName, [&](Writer &f) { f.Str(m.initiator); });
+  w.Section(kTargetName, [&](Writer &f) { f.Str(m.target); });
+  w.Section(kLinkNonce, [&](Writer &f) { f.U64(m.link_nonce); });
+  w.Section(kStream, [&](Writer &f) {
+    f.U16(m.stream_index);
+    f.U16(m.stream_count);
+  });
+  if (m.heartbeat_ms != 0) w.Section(kHeartbeat, [&](Writer &f) { f.U32(m.heartbeat_ms); });
+  w.Section(kHost, [&](Writer &f) { EncodeHost(m.host, &f); });
+  EncodeSections(kTransportSection, m.offers, &w);
 }
 
 bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   Reader r(data, size);
-  m->initiator = r.Str(kMaxEngineName);
-  m->target = r.Str(kMaxEngineName);
-  m->link_nonce = r.U64();
-  m->stream_index = r.U16();
-  m->stream_count = r.U16();
-  m->heartbeat_ms = r.U32();
-  DecodeHost(&r, &m->host);
-  return r.Done() && m->stream_count > 0 && m->stream_index < m->stream_count && Printable(m->initiator) &&
-         Printable(m->target) && Printable(m->host.boot_id);
+  uint16_t id;
+  Reader f(nullptr, 0);
+  uint32_t seen = 0;  // bits of the protocol's own fields read
+  m->offers.clear();
+  while (r.NextSection(&id, &f)) {
+    if (id >= kTransportSection) {
+      if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->offers)) return false;
+      continue;
+    }
+    if (id < 32) {
+      if (seen & (1u << id)) return false;  // said twice
+      seen |= 1u << id;
+    }
+    switch (id) {
+      case kInitiatorName: m->initiator = f.Str(kMaxEngineName); break;
+      case kTargetName: m->target = f.Str(kMaxEngineName); break;
+      case kLinkNonce: m->link_nonce = f.U64(); break;
+      case kStream:
+        m->stream_index = f.U16();
+        m->stream_count = f.U16();
+        break;
+      case kHeartbeat: m->heartbeat_ms = f.U32(); break;
+      case kHost:
+        if (!DecodeHost(&f, &m->host)) return false;
+        break;
+      default: continue;  // a field of a newer peer
+    }
+    if (!f.ok()) return false;
+  }
+  constexpr uint32_t kRequired =
+      (1u << kInitiatorName) | (1u << kTargetName) | (1u << kLinkNonce) | (1u << kStream) | (1u << kHost);
+  if ((seen & (1u << kHeartbeat)) == 0) m->heartbeat_ms = 0;
+  return r.at_end() && (seen & kRequired) == kRequired && m->stream_count > 0 &&
+         m->stream_index < m->stream_count && Printable(m->initiator) && Printable(m->target);
 }
 
 void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out) {
   Writer w(out);
-  w.Str(m.target);
-  w.Str(m.reason);
-  EncodeRegionList(m.regions, &w);
-  EncodeHost(m.host, &w);
+  w.Section(kTargetName, [&](Writer &f) { f.Str(m.target); });
+  if (!m.reason.empty()) w.Section(kReason, [&](Writer &f) { f.Str(m.reason); });
+  w.Section(kHost, [&](Writer &f) { EncodeHost(m.host, &f); });
+  w.Section(kRegionPage, [&](Writer &f) { EncodePage(m.regions, &f); });
+  EncodeSections(kTransportSection, m.answers, &w);
 }
 
 bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
   Reader r(data, size);
-  m->target = r.Str(kMaxEngineName);
-  m->reason = r.Str(kMaxReason);
-  if (!DecodeRegionList(&r, &m->regions)) return false;
-  DecodeHost(&r, &m->host);
-  return r.Done() && Printable(m->target) && Printable(m->reason) && Printable(m->host.boot_id);
+  uint16_t id;
+  Reader f(nullptr, 0);
+  uint32_t seen = 0;
+  m->answers.clear();
+  m->regions = RegionPage();
+  while (r.NextSection(&id, &f)) {
+    if (id >= kTransportSection) {
+      if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->answers)) return false;
+      continue;
+    }
+    if (id < 32) {
+      if (seen & (1u << id)) return false;
+      seen |= 1u << id;
+    }
+    switch (id) {
+      case kTargetName: m->target = f.Str(kMaxEngineName); break;
+      case kReason: m->reason = f.Str(kMaxReason); break;
+      case kHost:
+        if (!DecodeHost(&f, &m->host)) return false;
+        break;
+      case kRegionPage:
+        if (!DecodePage(&f, &m->regions)) return false;
+        break;
+      default: continue;
+    }
+    if (!f.ok()) return false;
+  }
+  return r.at_end() && (seen & (1u << kTargetName)) != 0 && Printable(m->target) && Printable(m->reason);
 }
 
-void EncodeRegions(const std::vector<RegionInfo> &regions, std::vector<uint8_t> *out) {
+void EncodeRegionPage(const RegionPage &page, std::vector<uint8_t> *out) {
   Writer w(out);
-  EncodeRegionList(regions, &w);
+  EncodePage(page, &w);
 }
 
-bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *regions) {
+bool DecodeRegionPage(const uint8_t *data, size_t size, RegionPage *page) {
   Reader r(data, size);
-  return DecodeRegionList(&r, regions) && r.Done();
+  return DecodePage(&r, page);  // (what follows the entries is a newer peer's)
+}
+
+void EncodeRegionsReq(uint32_t first, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.U32(first);
+}
+
+bool DecodeRegionsReq(const uint8_t *data, size_t size, uint32_t *first) {
+  Reader r(data, size);
+  *first = r.U32();
+  return r.ok();
 }
 
 // Segment lists are the one message that can be long (65536 entries): they
@@ -179,13 +313,26 @@ bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs
 
 void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out) {
   Writer w(out);
-  EncodeRegion(region, &w);
+  w.U64(region.addr);
+  w.U64(region.len);
 }
 
 bool DecodeRevoke(const uint8_t *data, size_t size, RegionInfo *region) {
   Reader r(data, size);
-  *region = DecodeRegion(&r);
-  return r.Done();
+  region->addr = r.U64();
+  region->len = r.U64();
+  return r.ok();
+}
+
+void EncodeUsing(uint16_t transport, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.U16(transport);
+}
+
+bool DecodeUsing(const uint8_t *data, size_t size, uint16_t *transport) {
+  Reader r(data, size);
+  *transport = r.U16();
+  return r.ok();
 }
 
 void EncodeNotify(const Notify &m, std::vector<uint8_t> *out) {
@@ -198,7 +345,7 @@ bool DecodeNotify(const uint8_t *data, size_t size, Notify *m) {
   Reader r(data, size);
   m->name = r.Str(kMaxNotifyField);
   m->msg = r.Str(kMaxNotifyField);
-  return r.Done();
+  return r.ok();
 }
 
 }  // namespace hixl::wire

@@ -1,5 +1,11 @@
 // messages.h: bodies of the frames in frame.h, with decoders that check every
 // field. Decoders return false on anything malformed; callers close the stream.
+//
+// Extensible by rule (protocol.md): HELLO and HELLO_ACK are sections, region
+// entries are length-prefixed and end in sections, and the fixed-layout
+// bodies (REVOKE, USING, REGIONS_REQ, NOTIFY) may grow at their end: a
+// decoder reads what it knows and ignores what follows. Only segment lists,
+// the hot path, have an exact size.
 #pragma once
 
 #include <bit>
@@ -11,34 +17,78 @@
 namespace hixl::wire {
 
 // Who runs an engine: two engines with equal boot_id and pid_ns share a kernel
-// and a PID namespace, so one may reach the other's memory by pid.
+// and a PID namespace, so one may reach the other's memory by pid (with the
+// pid a transport offers in its own section: see transport/shm).
 struct HostIdentity {
   std::string boot_id;  // /proc/sys/kernel/random/boot_id
   uint64_t pid_ns = 0;  // inode of /proc/self/ns/pid
   uint32_t uid = 0;
-  uint32_t pid = 0;
 };
 
+// A region's address range: what REVOKE names, and what lookups compare.
 struct RegionInfo {
   uint64_t addr = 0;
   uint64_t len = 0;
 };
 
+// Per-transport opaque bytes (a transport's part of a handshake, or of a
+// region-table entry: a remote key, say), by the transport's wire id.
+struct Section {
+  uint16_t id = 0;
+  std::vector<uint8_t> bytes;
+};
+using Sections = std::vector<Section>;
+// The bytes of section `id`, or nullptr.
+const std::vector<uint8_t> *FindSection(const Sections &sections, uint16_t id);
+
+// Memory kinds on the wire (not MemType's values, which are HIXL's).
+enum class MemKind : uint8_t { kHost = 0, kDevice = 1 };
+constexpr uint8_t kMaxMemKind = 1;
+
+// One entry of a region table: the range, its memory kind, and what
+// transports attach to it.
+struct RegionEntry {
+  RegionInfo range;
+  MemKind kind = MemKind::kHost;
+  Sections sections;
+};
+
+// A page of a target's region table: entries [first, first + size) of
+// `total`, all from the table as of `generation` (which changes whenever the
+// target registers or deregisters memory). A table larger than one page is
+// fetched page by page (REGIONS_REQ names the first entry it wants); pages of
+// different generations do not make a table.
+struct RegionPage {
+  uint64_t generation = 0;
+  uint32_t total = 0;
+  uint32_t first = 0;
+  // How many entries the page covers (decoded: entries of memory kinds this
+  // build does not know are skipped, so `entries` may hold fewer).
+  uint32_t count = 0;
+  std::vector<RegionEntry> entries;
+};
+// Entries go into a page until it holds this many bytes (one entry at least).
+constexpr size_t kMaxRegionPageBytes = 1u << 20;
+// How many bytes `e` takes in a page.
+size_t RegionEntryBytes(const RegionEntry &e);
+
 struct Hello {
   std::string initiator;  // the initiator's local_engine
   std::string target;     // the address it dialed
   uint64_t link_nonce = 0;
-  uint16_t stream_index = 0;
+  uint16_t stream_index = 0;  // 0: the link's control stream
   uint16_t stream_count = 1;
   uint32_t heartbeat_ms = 0;  // the initiator pings at least this often; 0: never
   HostIdentity host;
+  Sections offers;  // what each of the initiator's transports offers
 };
 
 struct HelloAck {
   std::string target;   // the target's local_engine
   std::string reason;   // why it refused (header status != 0)
-  std::vector<RegionInfo> regions;
   HostIdentity host;
+  RegionPage regions;   // the first page of its region table
+  Sections answers;     // each transport's answer to the offers
 };
 
 struct Segment {
@@ -56,8 +106,12 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m);
 void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out);
 bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m);
 
-void EncodeRegions(const std::vector<RegionInfo> &regions, std::vector<uint8_t> *out);
-bool DecodeRegions(const uint8_t *data, size_t size, std::vector<RegionInfo> *regions);
+// REGIONS_RESP's body.
+void EncodeRegionPage(const RegionPage &page, std::vector<uint8_t> *out);
+bool DecodeRegionPage(const uint8_t *data, size_t size, RegionPage *page);
+// REGIONS_REQ's body: the first entry wanted.
+void EncodeRegionsReq(uint32_t first, std::vector<uint8_t> *out);
+bool DecodeRegionsReq(const uint8_t *data, size_t size, uint32_t *first);
 
 // Body of READ/WRITE requests: u32 count, then count x (u64 addr, u64 len).
 constexpr size_t kSegmentBytes = 16;
@@ -103,6 +157,10 @@ bool DecodeSegments(const uint8_t *data, size_t size, std::vector<Segment> *segs
 // Body of REVOKE: the region, u64 addr and u64 len.
 void EncodeRevoke(const RegionInfo &region, std::vector<uint8_t> *out);
 bool DecodeRevoke(const uint8_t *data, size_t size, RegionInfo *region);
+
+// Body of USING: the wire id of the transport the initiator chose.
+void EncodeUsing(uint16_t transport, std::vector<uint8_t> *out);
+bool DecodeUsing(const uint8_t *data, size_t size, uint16_t *transport);
 
 void EncodeNotify(const Notify &m, std::vector<uint8_t> *out);
 bool DecodeNotify(const uint8_t *data, size_t size, Notify *m);

@@ -704,6 +704,10 @@ TEST(Heartbeat, TargetDropsAnInitiatorThatFallsSilent) {
   server.Finalize();
 }
 
+// The TCP connections of a link over tcp: its control stream, and the two
+// data streams of tcp.streams_per_link's default.
+constexpr int kTcpLinkStreams = 3;
+
 // A channel pool of 4 with waterlines 0.75 / 0.5: the third link triggers
 // eviction down to 2. TCP, so that a link is kept busy by freezing its peer.
 Options SmallPoolOverTcp() {
@@ -738,18 +742,18 @@ TEST(ChannelPool, WaterlinesCloseIdleLinksButNeverABusyOne) {
   hixl::TransferReq busy = nullptr;
   ASSERT_EQ(e.TransferAsync(a.name().c_str(), hixl::READ, {{local.addr(), ra, 1u << 20}}, hixl::TransferArgs{}, busy),
             hixl::SUCCESS);
-  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 2);
-  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), kTcpLinkStreams);
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), kTcpLinkStreams);
   ASSERT_EQ(e.Connect(c.name().c_str(), 3000), hixl::SUCCESS);  // third link: high waterline reached
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 2) << "the busy link was closed";
+  EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), kTcpLinkStreams) << "the busy link was closed";
   EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 0) << "the idle link was kept";
-  EXPECT_EQ(CountEstablishedTo(PortOf(c.name())), 2);
+  EXPECT_EQ(CountEstablishedTo(PortOf(c.name())), kTcpLinkStreams);
   a.Kill(SIGCONT);
   EXPECT_EQ(WaitFor(e, busy, 10), hixl::TransferStatus::COMPLETED);
   // B reconnects by itself on its next use (AutoConnect is off).
   EXPECT_EQ(e.TransferSync(b.name().c_str(), hixl::WRITE, db, 3000), hixl::SUCCESS);
-  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), kTcpLinkStreams);
   std::vector<hixl::TransferOpDesc> dc{{local.addr(), rc, 4096}};
   EXPECT_EQ(e.TransferSync(c.name().c_str(), hixl::WRITE, dc, 3000), hixl::SUCCESS);
   e.Finalize();
@@ -773,7 +777,7 @@ TEST(ChannelPool, AHeartbeatAwaitingItsAnswerKeepsNoLinkBusy) {
   EXPECT_EQ(e.Connect(b.name().c_str(), 3000), hixl::SUCCESS);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(CountEstablishedTo(PortOf(a.name())), 0) << "the idle link was kept";
-  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), 2);
+  EXPECT_EQ(CountEstablishedTo(PortOf(b.name())), kTcpLinkStreams);
   a.Kill(SIGCONT);
   e.Finalize();
 }

@@ -22,8 +22,11 @@
 #include "engine/host_identity.h"
 #include "integration/fixture.h"
 #include "integration/net_util.h"
+#include "support/region_entries.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/tcp/listener.h"
 #include "transport/tcp/target_stream.h"
+#include "transport/tcp/tcp_transport.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -313,11 +316,10 @@ TEST_P(FailureTcpTest, ASecondDeregisterMemOfOneHandleWaitsForTheFirst) {
 }
 
 // A raw stream that has completed its handshake with `target`, or -1.
-// `host`: who we claim to be (default: nobody in particular); `ack_out`:
-// the target's answer.
-int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0,
-                 const hixl::wire::HostIdentity *host = nullptr, hixl::wire::HelloAck *ack_out = nullptr,
-                 const char *source = nullptr) {
+// `claim_pid`: the process on this host we claim to be, offering direct
+// copies (0: nobody in particular); `ack_out`: the target's answer.
+int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_ms = 0, uint32_t claim_pid = 0,
+                 hixl::wire::HelloAck *ack_out = nullptr, const char *source = nullptr) {
   int fd = RawConnect(target, source);
   if (fd < 0) return -1;
   hixl::wire::Hello hello;
@@ -325,7 +327,13 @@ int RawHandshake(const std::string &target, uint64_t nonce, uint32_t heartbeat_m
   hello.target = target;
   hello.link_nonce = nonce;
   hello.heartbeat_ms = heartbeat_ms;
-  if (host != nullptr) hello.host = *host;
+  if (claim_pid != 0) {
+    hello.host = hixl::LocalHostIdentity();
+    hixl::wire::Section offer;
+    offer.id = hixl::shm::kWireId;
+    hixl::shm::EncodePid(claim_pid, &offer.bytes);
+    hello.offers.push_back(offer);
+  }
   std::vector<uint8_t> body;
   hixl::wire::EncodeHello(hello, &body);
   hixl::wire::FrameHeader h;
@@ -625,7 +633,7 @@ TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
   ASSERT_EQ(Transfer(hixl::WRITE, w, 5000), hixl::SUCCESS);
 
   // In use throughout: one small READ every 20 ms from the flooding address.
-  const int busy = RawHandshake(remote_, 4999, 0, nullptr, nullptr, "127.0.0.2");
+  const int busy = RawHandshake(remote_, 4999, 0, 0, nullptr, "127.0.0.2");
   ASSERT_GE(busy, 0);
   std::atomic<bool> stop{false};
   int answered = 0, failed = 0;
@@ -644,7 +652,7 @@ TEST_P(FailureTcpTest, APeerHoldingEveryFdDoesNotLockOthersOut) {
   std::vector<int> flood;
   const uint8_t half_header = 0x48;
   for (int i = 0; i < 300; ++i) {
-    int fd = RawHandshake(remote_, 5000 + static_cast<uint64_t>(i), 0, nullptr, nullptr, "127.0.0.2");
+    int fd = RawHandshake(remote_, 5000 + static_cast<uint64_t>(i), 0, 0, nullptr, "127.0.0.2");
     if (fd < 0) break;
     flood.push_back(fd);
     send(fd, &half_header, 1, MSG_NOSIGNAL);
@@ -707,15 +715,17 @@ struct PinnedReadTarget {
 };
 
 TEST(RevokeStall, FramesThatMoveNothingDoNotHoldDeregisterMem) {
-  // The peer never takes its READ reply and sends a NO_DIRECT (no reply)
-  // every 200 ms. Those are no progress: DeregisterMem must close its stream
-  // after the stall limit (500 ms) rather than wait as long as the peer goes on.
+  // The peer never takes its READ reply and sends a USING (no reply) every
+  // 200 ms. Those are no progress: DeregisterMem must close its stream after
+  // the stall limit (500 ms) rather than wait as long as the peer goes on.
   PinnedReadTarget t;
   ASSERT_TRUE(t.Start(31));
   t.DeregisterAfter(300);
   hixl::wire::FrameHeader nd;
-  nd.type = hixl::wire::MsgType::kNoDirect;
-  const auto no_direct = Frame(nd, {});
+  nd.type = hixl::wire::MsgType::kUsing;
+  std::vector<uint8_t> using_tcp;
+  hixl::wire::EncodeUsing(hixl::tcp::kWireId, &using_tcp);
+  const auto no_direct = Frame(nd, using_tcp);
   for (int i = 0; i < 22 && !t.done; ++i) {  // at most 4.4 s
     if (!SendAll(t.fd, no_direct)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -1102,7 +1112,7 @@ std::vector<int> AcceptStreams(int listen_fd, int n, std::vector<hixl::wire::Reg
     }
     hixl::wire::HelloAck ack;
     ack.host.boot_id = "another host";
-    ack.regions = regions;
+    ack.regions = hixl_test::HostPage(regions);
     std::vector<uint8_t> body;
     hixl::wire::EncodeHelloAck(ack, &body);
     hixl::wire::FrameHeader a;
@@ -1126,7 +1136,8 @@ TEST(HostileTarget, RevokeFloodClosesTheLinkInsteadOfPilingUp) {
   const int ls = listener.fd;
   std::atomic<bool> stop{false};
   std::thread target([ls, &stop] {
-    std::vector<int> fds = AcceptStreams(ls, 2, {});
+    // The control stream and the two data streams of a tcp link.
+    std::vector<int> fds = AcceptStreams(ls, 3, {});
     if (fds.empty()) return;
     // The flood, on stream 0, while it takes (the kernel buffers fill).
     std::vector<uint8_t> flood;
@@ -1184,18 +1195,15 @@ TEST(SameHostClaim, AnUnprovenClaimGetsNoPidAndDoesNotHoldDeregisterMem) {
   size_t id = 0;
   uintptr_t handle = 0;
   ASSERT_NE(peer.AllocRegistered(1u << 20, &id, &handle), 0u);
-  hixl::wire::HostIdentity claim = hixl::LocalHostIdentity();
-  claim.pid = 1;  // not the process at our end of the socket
   hixl::wire::HelloAck ack;
-  int liar = RawHandshake(peer.name(), 81, 0, &claim, &ack);
+  int liar = RawHandshake(peer.name(), 81, 0, /*claim_pid=*/1, &ack);  // not the process at our end of the socket
   ASSERT_GE(liar, 0);
-  EXPECT_EQ(ack.host.pid, 0u) << "the target offered direct copies to an unproven peer";
+  EXPECT_EQ(hixl::shm::DecodePid(ack.answers), 0u) << "the target offered direct copies to an unproven peer";
   // The truth: this process does hold its end of the socket.
-  claim.pid = static_cast<uint32_t>(getpid());
   hixl::wire::HelloAck honest_ack;
-  int honest = RawHandshake(peer.name(), 82, 0, &claim, &honest_ack);
+  int honest = RawHandshake(peer.name(), 82, 0, static_cast<uint32_t>(getpid()), &honest_ack);
   ASSERT_GE(honest, 0);
-  EXPECT_EQ(honest_ack.host.pid, static_cast<uint32_t>(peer.pid()));
+  EXPECT_EQ(hixl::shm::DecodePid(honest_ack.answers), static_cast<uint32_t>(peer.pid()));
   close(honest);  // (it would be waited for: a proven same-host peer)
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(peer.Command("DEREG " + std::to_string(handle)), "OK");
@@ -1304,12 +1312,10 @@ TEST(ConcurrentFinalize, TheSecondReturnsOnlyAfterTheEngineHasStopped) {
   RegisterWith(e, region);
   // A proven same-host initiator (this process) that never acknowledges a
   // REVOKE: the first Finalize waits for it until its socket closes.
-  hixl::wire::HostIdentity me = hixl::LocalHostIdentity();
-  me.pid = static_cast<uint32_t>(getpid());
   hixl::wire::HelloAck ack;
-  int silent = RawHandshake(name, 91, 0, &me, &ack);
+  int silent = RawHandshake(name, 91, 0, static_cast<uint32_t>(getpid()), &ack);
   ASSERT_GE(silent, 0);
-  ASSERT_NE(ack.host.pid, 0u) << "the target did not take us for a same-host peer";
+  ASSERT_NE(hixl::shm::DecodePid(ack.answers), 0u) << "the target did not take us for a same-host peer";
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<double> first_done{-1}, second_done{-1};
   std::thread first([&] {
@@ -1374,11 +1380,11 @@ TEST(VersionMismatch, ConnectFails) {
   server.join();
 }
 
-// A scripted target with two streams that answers nothing unless told: the
-// first WRITE frame each stream brings is left unanswered (so that its
-// request times out with the frame on the wire, which a real target would
-// still apply when it got to it) until answer[stream] is set; the later
-// WRITE frames are counted per stream.
+// A scripted target of a tcp link with two data streams that answers nothing
+// unless told: the first WRITE frame each data stream brings is left
+// unanswered (so that its request times out with the frame on the wire,
+// which a real target would still apply when it got to it) until
+// answer[stream] is set; the later WRITE frames are counted per stream.
 struct ScriptedTarget {
   static constexpr uint64_t kRegion = 0x10000000, kRegionLen = 1u << 20;
   SilentListener listener;
@@ -1396,7 +1402,9 @@ struct ScriptedTarget {
   std::string name() const { return listener.name(); }
 
   void Run() {
-    std::vector<int> fds = AcceptStreams(listener.fd, 2, {{kRegion, kRegionLen}});
+    std::vector<int> all = AcceptStreams(listener.fd, 3, {{kRegion, kRegionLen}});
+    // all[0] is the control stream: kept open, never read.
+    std::vector<int> fds(all.begin() + std::min<size_t>(all.size(), 1), all.end());
     uint64_t first_id[2] = {0, 0};
     bool answered[2] = {false, false};
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -1433,7 +1441,7 @@ struct ScriptedTarget {
         }
       }
     }
-    for (int fd : fds) close(fd);
+    for (int fd : all) close(fd);
   }
 };
 

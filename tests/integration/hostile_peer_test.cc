@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -23,6 +24,7 @@
 #include "common/log.h"
 #include "integration/fixture.h"
 #include "integration/net_util.h"
+#include "support/region_entries.h"
 #include "wire/codec.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
@@ -227,7 +229,8 @@ TEST_F(HostilePeer, MalformedFrames) {
   cases.push_back({"revoke as request", Fr(w::MsgType::kRevoke, 1, std::vector<uint8_t>(16)), true, 0});
   cases.push_back({"second hello", HelloFrame("x"), true, 0});
   cases.push_back({"revoke_ack unknown", Fr(w::MsgType::kRevokeAck, 99, {}), true, 0});
-  cases.push_back({"no_direct with body", Fr(w::MsgType::kNoDirect, 1, {1}), true, 0});
+  cases.push_back({"using without body", Fr(w::MsgType::kUsing, 1, {}), true, 0});
+  cases.push_back({"using cut short", Fr(w::MsgType::kUsing, 1, {1}), true, 0});
   cases.push_back({"hello wrong target", HelloFrame("127.0.0.1:1"), false, 0});
   cases.push_back({"hello idx>=cnt", HelloFrame("x", 1, 3, 2), false, 0});
   cases.push_back({"hello garbage", Fr(w::MsgType::kHello, 0, {0xff, 0xff, 0xff, 0xff, 1}), false, 0});
@@ -276,7 +279,8 @@ TEST_F(HostilePeer, MalformedFrames) {
                      return Fr(w::MsgType::kNotifyReq, 1, b);
                    }(), true, 0});
   cases.push_back({"notify len max", Fr(w::MsgType::kNotifyReq, 1, {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}), true, 0});
-  cases.push_back({"notify trailing", Fr(w::MsgType::kNotifyReq, 1, {0, 0, 0, 0, 0, 0, 0, 0, 9}), true, 0});
+  // A newer peer's field after the two strings: read past (protocol.md).
+  cases.push_back({"notify trailing", Fr(w::MsgType::kNotifyReq, 1, {0, 0, 0, 0, 0, 0, 0, 0, 9}), true, 2});
   cases.push_back({"truncated body", Cat({raw([](uint8_t *p) { p[12] = 100; }, w::MsgType::kReadReq), {1, 2, 3}}),
                    true, 2});
   cases.push_back({"dup ids", Cat({Fr(w::MsgType::kPing, 5, {}), Fr(w::MsgType::kPing, 5, {}),
@@ -314,7 +318,7 @@ TEST_F(HostilePeer, Fuzz) {
     w::EncodeNotify(n, &b);
     seeds.push_back(Fr(w::MsgType::kNotifyReq, 5, b));
   }
-  seeds.push_back(Fr(w::MsgType::kNoDirect, 0, {}));
+  seeds.push_back(Fr(w::MsgType::kUsing, 0, {1, 0}));
   seeds.push_back(Fr(w::MsgType::kRevokeAck, 6, {}));
   const std::vector<uint64_t> interesting = {0, 1, 0x7f, 0xff, 0xffff, 0xffffffff, UINT64_MAX, UINT64_MAX - 1,
                                               A(), A() - 1, B(), B() - 1, B() + kChunk, kChunk, 1ull << 30,
@@ -422,42 +426,60 @@ TEST_F(HostilePeer, UnreadReadReplyOfRegionBeingDeregistered) {
 
 // ---------------- hostile target ----------------
 
+// Plays the target of a tcp link with one data stream (tcp.streams_per_link
+// 1): answers the control stream's HELLO and the data stream's with
+// `ack_frame`, then lets `respond` answer what comes on the data stream. The
+// control stream is kept open and never read.
 struct FakeTarget {
   SilentListener l;
   std::thread th;
   std::atomic<bool> stop{false};
   // respond(fd, req header, body, payload) -> false: close.
   using Responder = std::function<bool(int, const w::FrameHeader &, const std::vector<uint8_t> &)>;
+  // A stream accepted and its HELLO answered, or -1 (none in 5 s, or stop).
+  int Accept(const std::vector<uint8_t> &ack_frame) {
+    pollfd p{l.fd, POLLIN, 0};
+    int ready = 0;
+    for (int i = 0; i < 100 && ready == 0 && !stop; ++i) ready = poll(&p, 1, 50);
+    if (ready <= 0) return -1;
+    int fd = accept(l.fd, nullptr, nullptr);
+    if (fd < 0) return -1;
+    uint8_t hdr[w::kHeaderSize];
+    w::FrameHeader h;
+    if (RecvExactly(fd, hdr, sizeof(hdr), In(3000)) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk) {
+      std::vector<uint8_t> body(h.body_len);
+      if (RecvExactly(fd, body.data(), body.size(), In(3000)) && SendAll(fd, ack_frame)) return fd;
+    }
+    close(fd);
+    return -1;
+  }
   void Start(std::vector<uint8_t> ack_frame, Responder respond) {
     th = std::thread([this, ack_frame, respond] {
-      pollfd p{l.fd, POLLIN, 0};
-      if (poll(&p, 1, 5000) <= 0) return;
-      int fd = accept(l.fd, nullptr, nullptr);
-      if (fd < 0) return;
-      uint8_t hdr[w::kHeaderSize];
-      w::FrameHeader h;
-      if (RecvExactly(fd, hdr, sizeof(hdr), In(3000)) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk) {
-        std::vector<uint8_t> body(h.body_len);
-        RecvExactly(fd, body.data(), body.size(), In(3000));
-        SendAll(fd, ack_frame);
-        while (!stop) {
-          if (!RecvExactly(fd, hdr, sizeof(hdr), In(200))) {
-            pollfd q{fd, POLLIN, 0};
-            if (poll(&q, 1, 0) > 0) {
-              char c;
-              if (recv(fd, &c, 1, MSG_PEEK) <= 0) break;
-            }
-            continue;
-          }
-          if (w::DecodeHeader(hdr, &h) != w::HeaderError::kOk) break;
-          std::vector<uint8_t> b(h.body_len + h.payload_len);
-          if (!b.empty() && !RecvExactly(fd, b.data(), b.size(), In(3000))) break;
-          if (!respond(fd, h, b)) break;
+      const int control = Accept(ack_frame);
+      const int data = control >= 0 ? Accept(ack_frame) : -1;
+      std::vector<int> open;
+      if (data >= 0) open = {control, data};
+      // Both streams get `respond`'s answers: region tables on the control
+      // stream, transfers on the data stream (and REVOKEs on either).
+      while (!open.empty() && !stop) {
+        std::vector<pollfd> p;
+        for (int fd : open) p.push_back({fd, POLLIN, 0});
+        if (poll(p.data(), p.size(), 50) <= 0) continue;
+        for (size_t i = 0; i < p.size(); ++i) {
+          if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+          const int fd = p[i].fd;
+          uint8_t hdr[w::kHeaderSize];
+          w::FrameHeader h;
+          bool ok = RecvExactly(fd, hdr, sizeof(hdr), In(3000)) && w::DecodeHeader(hdr, &h) == w::HeaderError::kOk;
+          std::vector<uint8_t> b(ok ? h.body_len + h.payload_len : 0);
+          ok = ok && (b.empty() || RecvExactly(fd, b.data(), b.size(), In(3000))) && respond(fd, h, b);
+          if (!ok) open.erase(std::find(open.begin(), open.end(), fd));
         }
       }
-      // Keep the fd open until stop, so the initiator must detect by itself.
+      // Keep the fds open until stop, so the initiator must detect by itself.
       while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      close(fd);
+      if (data >= 0) close(data);
+      if (control >= 0) close(control);
     });
   }
   ~FakeTarget() {
@@ -470,7 +492,7 @@ std::vector<uint8_t> AckFrame(std::vector<w::RegionInfo> regions) {
   w::HelloAck a;
   a.target = "fake";
   a.host.boot_id = "another host";
-  a.regions = std::move(regions);
+  a.regions = hixl_test::HostPage(regions);
   std::vector<uint8_t> b;
   w::EncodeHelloAck(a, &b);
   return Fr(w::MsgType::kHelloAck, 0, b);
@@ -551,9 +573,16 @@ TEST_F(HostilePeer, HostileTargetHandshakes) {
   acks.push_back({"zero-len region", AckFrame({{0x1000, 0}})});
   {
     auto f = AckFrame({{0x1000, 16}});
-    // region count 2 with one region: patch the count (after two strings).
-    size_t at = w::kHeaderSize + 4 + 4 + 0 + 4;  // target "fake" (4+4) then reason "" (4)
-    at = w::kHeaderSize + 8 + 4;
+    // region count 2 with one region: patch the page's count (its section is
+    // id 8: u64 generation, u32 total, u32 first, then the count).
+    size_t at = 0;
+    w::Reader r(f.data() + w::kHeaderSize, f.size() - w::kHeaderSize);
+    uint16_t id = 0;
+    w::Reader section(nullptr, 0);
+    while (r.NextSection(&id, &section) && id != 8) {
+    }
+    ASSERT_EQ(id, 8);
+    at = f.size() - r.remaining() - section.remaining() + 16;
     f[at] = 2;
     acks.push_back({"count>regions", f});
     f[at] = 0xff;
@@ -630,7 +659,7 @@ TEST_F(HostilePeer, HostileTargetFuzz) {
         w::DecodeSegments(body.data(), req.body_len, &segs, &total);
         payload = total;
       } else if (req.type == w::MsgType::kRegionsReq) {
-        w::EncodeRegions({{kR, 1 << 20}}, &rbody);
+        w::EncodeRegionPage(hixl_test::HostPage({{kR, 1 << 20}}), &rbody);
       }
       auto f = Fr(w::ReplyOf(req.type), req.req_id, rbody, payload);
       f.resize(f.size() + payload, 0x77);

@@ -20,6 +20,8 @@
 #include "engine/host_identity.h"
 #include "integration/fixture.h"
 #include "integration/net_util.h"
+#include "support/region_entries.h"
+#include "transport/shm/shm_transport.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -37,18 +39,28 @@ std::string ReadFile(const std::string &path) {
 
 bool Contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
 
-// Connects a fresh engine with `options` to `remote` and returns what it
-// logged at info level (the transport choice is logged there).
-std::string ConnectAndLog(const std::string &remote, const Options &options, hixl::Status *status) {
+// A fresh engine with `options` connected to `remote`: how Connect ended,
+// the transport the link chose (empty without a link), and what the engine
+// logged at info level (every transport it skipped, with why).
+struct Connected {
+  hixl::Status status = hixl::FAILED;
+  std::string transport;
+  std::string log;
+};
+
+Connected ConnectTo(const std::string &remote, const Options &options) {
+  Connected c;
   hixl::Hixl e;
   EXPECT_EQ(e.Initialize("127.0.0.1", options), hixl::SUCCESS);
   hixl::SetLogLevel(hixl::LogLevel::kInfo);
   ::testing::internal::CaptureStderr();
-  *status = e.Connect(remote.c_str(), 3000);
-  std::string log = ::testing::internal::GetCapturedStderr();
+  c.status = e.Connect(remote.c_str(), 3000);
+  c.log = ::testing::internal::GetCapturedStderr();
   hixl::SetLogLevel(hixl::LogLevel::kError);
+  hixl::AscendString transport;
+  if (e.GetLinkTransport(remote.c_str(), transport) == hixl::SUCCESS) c.transport = transport.GetString();
   e.Finalize();
-  return log;
+  return c;
 }
 
 Options Protocols(const std::string &json_list) {
@@ -62,22 +74,38 @@ class ShmTest : public ::testing::Test {
 };
 
 TEST_F(ShmTest, TransportChoiceFollowsHostAndProtocolDesc) {
-  hixl::Status s;
-  std::string log = ConnectAndLog(peer_.name(), {}, &s);
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses shm")) << log;
-  log = ConnectAndLog(peer_.name(), Protocols("[\"tcp:host\"]"), &s);
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
-  log = ConnectAndLog(peer_.name(), Protocols("\"shm:host\""), &s);
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses shm")) << log;
-  log = ConnectAndLog(peer_.name(), Protocols("[\"shm:host\", \"tcp:host\"]"), &s);
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  Connected c = ConnectTo(peer_.name(), {});
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "shm") << c.log;
+  c = ConnectTo(peer_.name(), Protocols("[\"tcp:host\"]"));
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "tcp") << c.log;
+  c = ConnectTo(peer_.name(), Protocols("\"shm:host\""));
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "shm") << c.log;
+  c = ConnectTo(peer_.name(), Protocols("[\"shm:host\", \"tcp:host\"]"));
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "shm") << c.log;
+  // protocol_desc's order wins over the default one (same host first).
+  c = ConnectTo(peer_.name(), Protocols("[\"tcp:host\", \"shm:host\"]"));
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "tcp") << c.log;
   // Only a transport that cannot reach: Connect fails, naming the reason.
-  log = ConnectAndLog(peer_.name(), Protocols("\"rdma:host\""), &s);
-  EXPECT_EQ(s, hixl::FAILED);
+  c = ConnectTo(peer_.name(), Protocols("\"rdma:host\""));
+  EXPECT_EQ(c.status, hixl::FAILED);
+  EXPECT_EQ(c.transport, "");
+}
+
+TEST_F(ShmTest, EveryTransportSkippedIsLoggedWithWhy) {
+  // tcp first by protocol_desc, then shm: the choice is tcp, and nothing is
+  // skipped. The other way round over a target that offers no direct
+  // copies: shm is skipped, with the reason, at info level.
+  PeerProcess tcp_only;
+  ASSERT_TRUE(tcp_only.Start(false, "{\"comm_resource_config.protocol_desc\": [\"tcp:host\"]}"));
+  Connected c = ConnectTo(tcp_only.name(), Protocols("[\"shm:host\", \"tcp:host\"]"));
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "tcp") << c.log;
+  EXPECT_TRUE(Contains(c.log, "not using shm: the target offers no direct copies")) << c.log;
 }
 
 // A target whose protocol_desc leaves out shm is not copied into directly,
@@ -85,15 +113,13 @@ TEST_F(ShmTest, TransportChoiceFollowsHostAndProtocolDesc) {
 TEST(ShmRefusedByTarget, TargetProtocolDescWithoutShmMeansTcp) {
   PeerProcess tcp_only;
   ASSERT_TRUE(tcp_only.Start(false, "{\"comm_resource_config.protocol_desc\": [\"tcp:host\"]}"));
-  hixl::Status s;
-  std::string log = ConnectAndLog(tcp_only.name(), {}, &s);
-  EXPECT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
-  EXPECT_FALSE(Contains(log, "uses shm")) << log;
+  Connected c = ConnectTo(tcp_only.name(), {});
+  EXPECT_EQ(c.status, hixl::SUCCESS) << c.log;
+  EXPECT_EQ(c.transport, "tcp") << c.log;
   // An initiator that allows only shm has no way in: Connect fails, saying why.
-  log = ConnectAndLog(tcp_only.name(), Protocols("\"shm:host\""), &s);
-  EXPECT_EQ(s, hixl::FAILED);
-  EXPECT_TRUE(Contains(log, "offers no direct copies")) << log;
+  c = ConnectTo(tcp_only.name(), Protocols("\"shm:host\""));
+  EXPECT_EQ(c.status, hixl::FAILED);
+  EXPECT_TRUE(Contains(c.log, "offers no direct copies")) << c.log;
 }
 
 // The pid an engine with `options` names in the HELLO of its Connect (to a
@@ -114,7 +140,7 @@ int64_t HelloPidOf(const Options &options) {
     hixl::wire::Hello hello;
     if (recv(fd, body.data(), body.size(), MSG_WAITALL) == static_cast<ssize_t>(body.size()) &&
         hixl::wire::DecodeHello(body.data(), body.size(), &hello)) {
-      pid = hello.host.pid;
+      pid = hixl::shm::DecodePid(hello.offers);
     }
   }
   connect.join();
@@ -278,7 +304,9 @@ TEST(ShmImpostor, TargetNamingAnotherProcessIsNotWrittenInto) {
   hixl::wire::HelloAck ack;
   ack.target = listener.name();
   ack.host = hixl::LocalHostIdentity();  // this host, and our own pid
-  ack.regions.push_back({reinterpret_cast<uintptr_t>(victim.data()), victim.size()});
+  ack.answers.push_back({hixl::shm::kWireId, {}});
+  hixl::shm::EncodePid(static_cast<uint32_t>(getpid()), &ack.answers.back().bytes);
+  ack.regions = hixl_test::HostPage({{reinterpret_cast<uintptr_t>(victim.data()), victim.size()}});
   std::vector<uint8_t> body;
   hixl::wire::EncodeHelloAck(ack, &body);
   hixl::wire::FrameHeader h;
@@ -305,7 +333,9 @@ TEST(ShmImpostor, TargetNamingAnotherProcessIsNotWrittenInto) {
     hixl::SetLogLevel(hixl::LogLevel::kError);
     EXPECT_EQ(connected, hixl::SUCCESS) << log;
     EXPECT_NE(wrote, hixl::SUCCESS) << log;
-    EXPECT_FALSE(Contains(log, "uses shm")) << log;
+    hixl::AscendString transport;
+    ASSERT_EQ(e.GetLinkTransport(listener.name().c_str(), transport), hixl::SUCCESS) << log;
+    EXPECT_STREQ(transport.GetString(), "tcp") << log;
     EXPECT_TRUE(Contains(log, "could not be confirmed")) << log;
     e.Finalize();
   }
@@ -338,13 +368,12 @@ TEST_F(ShmTest, KernelRefusalFallsBackToTcp) {
                               " " + std::to_string(1u << 20) + " 3000"),
             "OK");
   EXPECT_EQ(target.HashOf(tid, 0, 1u << 20), initiator.HashOf(iid, 0, 1u << 20));
+  EXPECT_EQ(initiator.Command("TRANSPORT " + target.name()), "OK tcp");
   initiator.Stop();
   std::string log = ReadFile(log_path);
-  EXPECT_TRUE(Contains(log, "falling back to tcp")) << log;
   // Which side finds out first: the target, unable to look into the
   // initiator's /proc, offers no pid; or our probe is refused.
   EXPECT_TRUE(Contains(log, "Operation not permitted") || Contains(log, "offers no direct copies")) << log;
-  EXPECT_TRUE(Contains(log, "uses tcp")) << log;
   std::remove(log_path.c_str());
 }
 
@@ -397,8 +426,10 @@ TEST_F(NetnsTest, EnginesInAnotherNetworkNamespaceUseShm) {
   hixl::Status s = e.Connect(peer.name().c_str(), 3000);
   std::string log = ::testing::internal::GetCapturedStderr();
   hixl::SetLogLevel(hixl::LogLevel::kError);
-  ASSERT_EQ(s, hixl::SUCCESS);
-  EXPECT_TRUE(Contains(log, "uses shm")) << log;
+  ASSERT_EQ(s, hixl::SUCCESS) << log;
+  hixl::AscendString transport;
+  ASSERT_EQ(e.GetLinkTransport(peer.name().c_str(), transport), hixl::SUCCESS);
+  EXPECT_STREQ(transport.GetString(), "shm") << log;
   LocalBuffer local(1u << 20);
   FillPattern(local.data(), local.size(), 8);
   ASSERT_EQ(e.TransferSync(peer.name().c_str(), hixl::WRITE, {{local.addr(), raddr, local.size()}}, 3000),

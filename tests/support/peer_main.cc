@@ -248,6 +248,12 @@ int main(int argc, char **argv) {
         return m.engine->TransferSync(server.c_str(), hixl::WRITE, d, 20000) == hixl::SUCCESS;
       });
       Reply("OK " + std::to_string(ok));
+    } else if (cmd == "TRANSPORT") {  // TRANSPORT remote: the transport of the link to it
+      std::string remote;
+      in >> remote;
+      hixl::AscendString transport;
+      const hixl::Status s = engine.GetLinkTransport(remote.c_str(), transport);
+      Reply(s == hixl::SUCCESS ? std::string("OK ") + transport.GetString() : "ERR " + std::to_string(s));
     } else if (cmd == "QUIT") {
       Reply("OK");
       break;

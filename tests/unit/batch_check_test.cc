@@ -12,9 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memory/page_access.h"
+#include "memory/host/page_access.h"
 #include "memory/registry.h"
 #include "memory/remote_regions.h"
+#include "support/region_entries.h"
 #include "wire/messages.h"
 
 namespace hixl {
@@ -37,13 +38,13 @@ class BatchCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     MemHandle h = nullptr;
-    ASSERT_EQ(reg_.Register(kL1, kLocalLen, MEM_HOST, &h), SUCCESS);
+    ASSERT_EQ(reg_.Register(kL1, kLocalLen, &h), SUCCESS);
     h1_ = h;
-    ASSERT_EQ(reg_.Register(kL2, kLocalLen, MEM_HOST, &h), SUCCESS);
+    ASSERT_EQ(reg_.Register(kL2, kLocalLen, &h), SUCCESS);
     h2_ = h;
-    ASSERT_EQ(reg_.Register(kL3, kLocalLen, MEM_HOST, &h), SUCCESS);
+    ASSERT_EQ(reg_.Register(kL3, kLocalLen, &h), SUCCESS);
     table_ = reg_.Snapshot();
-    remote_.Replace({{kR1, kRemoteLen}, {kR2, kRemoteLen}});
+    remote_.Replace(hixl_test::HostEntries({{kR1, kRemoteLen}, {kR2, kRemoteLen}}));
   }
 
   const Region &Local(uintptr_t addr) const {
@@ -74,7 +75,8 @@ void ExpectPiece(const Piece &p, uintptr_t local, uint64_t remote, size_t len) {
 // ------------------------------------------------------------- verdicts
 
 TEST_F(BatchCheckTest, AllGoodIsOkWithIndexAtEnd) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table1 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table1, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x100}, {kL2 + 0x200, kR2 + 0x400, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -86,7 +88,8 @@ TEST_F(BatchCheckTest, AllGoodIsOkWithIndexAtEnd) {
 }
 
 TEST_F(BatchCheckTest, EmptyBatchIsOk) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table2 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table2, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -96,7 +99,8 @@ TEST_F(BatchCheckTest, EmptyBatchIsOk) {
 }
 
 TEST_F(BatchCheckTest, WholeRegionsOnBothSidesAreAccepted) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table3 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table3, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, kLocalLen}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -121,7 +125,8 @@ TEST_F(BatchCheckTest, BadDescriptorsAreRefusedAtTheirIndex) {
   for (const BadCase &c : cases) {
     for (bool pool_on : {false, true}) {
       SCOPED_TRACE(testing::Message() << c.what << (pool_on ? " (pool on)" : " (pool off)"));
-      BatchCheck check(*table_, remote_, pool_on, /*local_need=*/0);
+      auto remote_table4 = remote_.Snapshot();
+      BatchCheck check(*table_, *remote_table4, pool_on, /*local_need=*/0);
       PinSet pins;
       std::vector<Piece> direct, relayed;
       std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x100, kR1 + 0x100, 0x10}, c.desc,
@@ -145,11 +150,12 @@ TEST_F(BatchCheckTest, ABatchWhoseTotalPasses2To64IsRefused) {
   constexpr uint64_t kHalf = 1ull << 63;
   Registry reg(4);
   MemHandle h = nullptr;
-  ASSERT_EQ(reg.Register(kBase, kHalf, MEM_HOST, &h), SUCCESS);
+  ASSERT_EQ(reg.Register(kBase, kHalf, &h), SUCCESS);
   auto table = reg.Snapshot();
   RemoteRegions remote;
-  remote.Replace({{kBase, kHalf}});
-  BatchCheck check(*table, remote, false, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{kBase, kHalf}}));
+  auto snap101 = remote.Snapshot();
+  BatchCheck check(*table, *snap101, false, /*local_need=*/0);
   PinSet pins;
   std::vector<Piece> direct, relayed;
   std::vector<TransferOpDesc> descs = {{kBase, kBase, kHalf}, {kBase, kBase, kHalf}, {kBase, kBase, 0x10}};
@@ -159,7 +165,8 @@ TEST_F(BatchCheckTest, ABatchWhoseTotalPasses2To64IsRefused) {
 }
 
 TEST_F(BatchCheckTest, BadDescriptorFirst) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table5 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table5, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kBadDescriptor);
@@ -182,7 +189,8 @@ TEST_F(BatchCheckTest, LocalUnregisteredWithPoolOff) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
-    BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+    auto remote_table6 = remote_.Snapshot();
+    BatchCheck check(*table_, *remote_table6, false, /*local_need=*/0);
     PinSet pins;
     std::vector<Piece> direct, relayed;
     std::vector<TransferOpDesc> descs = {{kL2, kR2, 0x10}, c.desc, {kL2 + 0x10, kR2 + 0x10, 0x10}};
@@ -196,7 +204,8 @@ TEST_F(BatchCheckTest, LocalUnregisteredWithPoolOff) {
 }
 
 TEST_F(BatchCheckTest, LocalIsCheckedBeforeRemote) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table7 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table7, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kUnreg, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kLocalUnregistered);
@@ -218,7 +227,8 @@ TEST_F(BatchCheckTest, RemoteUnknown) {
   for (bool pool_on : {false, true}) {
     for (const Case &c : cases) {
       SCOPED_TRACE(testing::Message() << c.what << (pool_on ? " (pool on)" : " (pool off)"));
-      BatchCheck check(*table_, remote_, pool_on, /*local_need=*/0);
+      auto remote_table8 = remote_.Snapshot();
+      BatchCheck check(*table_, *remote_table8, pool_on, /*local_need=*/0);
       PinSet pins;
       std::vector<Piece> direct, relayed;
       std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10},
@@ -235,7 +245,8 @@ TEST_F(BatchCheckTest, RemoteUnknown) {
 // ------------------------------------------------------------- pool on
 
 TEST_F(BatchCheckTest, PoolOnSplitsDirectAndRelayed) {
-  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
+  auto remote_table9 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table9, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10},                      // direct
       {kUnreg, kR1 + 0x100, 0x20},           // relayed
@@ -258,7 +269,8 @@ TEST_F(BatchCheckTest, PoolOnSplitsDirectAndRelayed) {
 }
 
 TEST_F(BatchCheckTest, PoolOnStillNeedsAKnownRemote) {
-  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
+  auto remote_table10 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table10, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kUnreg, kR1, 0x10}, {kUnreg + 0x10, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kRemoteUnknown);
@@ -273,7 +285,8 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
   std::shared_ptr<Region> revoked = reg_.Revoke(h1_);
   ASSERT_NE(revoked, nullptr);
   {
-    BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+    auto remote_table11 = remote_.Snapshot();
+    BatchCheck check(*table_, *remote_table11, false, /*local_need=*/0);
     std::vector<TransferOpDesc> descs = {{kL2, kR1, 0x10}, {kL1, kR1 + 0x10, 0x10}};
     auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
     EXPECT_EQ(res.verdict, Verdict::kLocalUnregistered);
@@ -283,7 +296,8 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
   {
     PinSet pins;
     std::vector<Piece> direct, relayed;
-    BatchCheck check(*table_, remote_, true, /*local_need=*/0);
+    auto remote_table12 = remote_.Snapshot();
+    BatchCheck check(*table_, *remote_table12, true, /*local_need=*/0);
     std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10}};
     auto res = check.Run(descs, 0, &pins, &direct, &relayed);
     EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -298,7 +312,8 @@ TEST_F(BatchCheckTest, RevokedLocalRegionIsNotPinned) {
 // ------------------------------------------------------------- pins
 
 TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table13 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table13, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   // Alternate between the two regions so the hint keeps missing.
   for (size_t i = 0; i < 10; ++i) {
@@ -317,7 +332,8 @@ TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
 
   // A second Run with the same set pins nothing more.
   std::vector<TransferOpDesc> more = {{kL2 + 0x8000, kR2, 0x10}, {kL1 + 0x8000, kR2 + 0x100, 0x10}};
-  BatchCheck again(*table_, remote_, false, /*local_need=*/0);
+  auto snap102 = remote_.Snapshot();
+  BatchCheck again(*table_, *snap102, false, /*local_need=*/0);
   ASSERT_EQ(again.Run(more, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   EXPECT_EQ(Pins(kL1), 1);
   EXPECT_EQ(Pins(kL2), 1);
@@ -328,7 +344,8 @@ TEST_F(BatchCheckTest, EachLocalRegionIsPinnedOnce) {
 }
 
 TEST_F(BatchCheckTest, PinsStayUntilReleasedAfterAFailure) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table14 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table14, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, kR1, 0x10}, {kL2, 0x1234, 0x10}};
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kRemoteUnknown);
@@ -345,7 +362,8 @@ TEST_F(BatchCheckTest, PinsStayUntilReleasedAfterAFailure) {
 // ------------------------------------------------------------- merging
 
 TEST_F(BatchCheckTest, ContiguousOnBothSidesInOneRemoteRegionMerges) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table15 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table15, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x20}, {kL1 + 0x30, kR1 + 0x30, 0x30}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
@@ -354,7 +372,8 @@ TEST_F(BatchCheckTest, ContiguousOnBothSidesInOneRemoteRegionMerges) {
 }
 
 TEST_F(BatchCheckTest, ContiguousOnOneSideOnlyDoesNotMerge) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table16 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table16, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, kR1, 0x10},
       {kL1 + 0x10, kR1 + 0x20, 0x10},  // local contiguous, remote not
@@ -372,8 +391,9 @@ TEST_F(BatchCheckTest, ContiguousOnOneSideOnlyDoesNotMerge) {
 TEST_F(BatchCheckTest, AdjacentRemoteRegionsDoNotMerge) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
-  remote.Replace({{a, 0x1000}, {a + 0x1000, 0x1000}});
-  BatchCheck check(*table_, remote, false, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}, {a + 0x1000, 0x1000}}));
+  auto remote_table17 = remote.Snapshot();
+  BatchCheck check(*table_, *remote_table17, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a + 0x800, 0x800},            // end of the first remote region
       {kL1 + 0x800, a + 0x1000, 0x100},   // start of the second
@@ -388,8 +408,9 @@ TEST_F(BatchCheckTest, AdjacentRemoteRegionsDoNotMerge) {
 TEST_F(BatchCheckTest, AdjacentRemoteRegionsCoveredByABiggerOneMerge) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
-  remote.Replace({{a, 0x1000}, {a + 0x1000, 0x1000}, {a, 0x2000}});
-  BatchCheck check(*table_, remote, false, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}, {a + 0x1000, 0x1000}, {a, 0x2000}}));
+  auto remote_table18 = remote.Snapshot();
+  BatchCheck check(*table_, *remote_table18, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1, a + 0x800, 0x800}, {kL1 + 0x800, a + 0x1000, 0x100}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   // Whether it merges depends on which region each lookup returned; if it
@@ -404,25 +425,34 @@ TEST_F(BatchCheckTest, AdjacentRemoteRegionsCoveredByABiggerOneMerge) {
   EXPECT_EQ(total, 0x900u);
 }
 
-TEST_F(BatchCheckTest, MergesAcrossLocalRegionsWhenContiguous) {
+TEST_F(BatchCheckTest, ContiguousDescriptorsInTwoLocalRegionsStayTwoPieces) {
   // Two registered local regions that touch: a contiguous pair of
-  // descriptors across them is still one piece (both are pinned).
+  // descriptors across them stays two pieces, each naming its own region
+  // (a transport that needs keys takes the local one from the piece).
   Registry reg(4);
   MemHandle h;
-  ASSERT_EQ(reg.Register(0x40000000, 0x1000, MEM_HOST, &h), SUCCESS);
-  ASSERT_EQ(reg.Register(0x40001000, 0x1000, MEM_HOST, &h), SUCCESS);
+  ASSERT_EQ(reg.Register(0x40000000, 0x1000, &h), SUCCESS);
+  ASSERT_EQ(reg.Register(0x40001000, 0x1000, &h), SUCCESS);
   auto table = reg.Snapshot();
-  BatchCheck check(*table, remote_, false, /*local_need=*/0);
+  auto snap103 = remote_.Snapshot();
+  BatchCheck check(*table, *snap103, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{0x40000800, kR1, 0x800}, {0x40001000, kR1 + 0x800, 0x800}};
   PinSet pins;
   ASSERT_EQ(check.Run(descs, 0, &pins, &direct_, &relayed_).verdict, Verdict::kOk);
-  ASSERT_EQ(direct_.size(), 1u);
-  ExpectPiece(direct_[0], 0x40000800, kR1, 0x1000);
+  ASSERT_EQ(direct_.size(), 2u);
+  ExpectPiece(direct_[0], 0x40000800, kR1, 0x800);
+  ExpectPiece(direct_[1], 0x40001000, kR1 + 0x800, 0x800);
+  EXPECT_NE(direct_[0].local_region, direct_[1].local_region);
+  EXPECT_EQ(direct_[0].local_region->addr, 0x40000000u);
+  EXPECT_EQ(direct_[1].local_region->addr, 0x40001000u);
+  EXPECT_EQ(direct_[0].remote_region, direct_[1].remote_region);
+  EXPECT_EQ(direct_[0].remote_region->range.addr, kR1);
   for (const auto &r : table->regions()) EXPECT_EQ(r->pins.load(), 1);
 }
 
 TEST_F(BatchCheckTest, RelayedPiecesMergeToo) {
-  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
+  auto remote_table19 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table19, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kUnreg, kR1, 0x10},
       {kL1, kR2, 0x10},                     // direct in between
@@ -439,7 +469,8 @@ TEST_F(BatchCheckTest, RelayedPiecesMergeToo) {
 TEST_F(BatchCheckTest, DirectAndRelayedNeverMergeWithEachOther) {
   // Local kL1 + kLocalLen is right after the region: contiguous locally, but
   // one side is registered and the other is not.
-  BatchCheck check(*table_, remote_, true, /*local_need=*/0);
+  auto remote_table20 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table20, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{kL1 + kLocalLen - 0x10, kR1, 0x10}, {kL1 + kLocalLen, kR1 + 0x10, 0x10}};
   ASSERT_EQ(check.Run(descs, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
   ASSERT_EQ(direct_.size(), 1u);
@@ -454,8 +485,9 @@ TEST_F(BatchCheckTest, RunContinuesFromIndexAfterRemoteRefresh) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;  // small at first, bigger after the refresh
   const uint64_t b = 0xa0000000;  // appears with the refresh
-  remote.Replace({{a, 0x20}});
-  BatchCheck check(*table_, remote, false, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{a, 0x20}}));
+  auto remote_table21 = remote.Snapshot();
+  BatchCheck check(*table_, *remote_table21, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a, 0x10},
       {kL1 + 0x10, a + 0x10, 0x10},     // merges with 0
@@ -473,8 +505,9 @@ TEST_F(BatchCheckTest, RunContinuesFromIndexAfterRemoteRefresh) {
   EXPECT_EQ(Pins(kL1), 1);
   EXPECT_EQ(Pins(kL2), 0);
 
-  remote.Replace({{a, 0x1000}, {b, 0x1000}});
-  check.ForgetRemote();
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}, {b, 0x1000}}));
+  auto refreshed1 = remote.Snapshot();
+  check.SetRemote(*refreshed1);
   res = check.Run(descs, res.index, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kLocalUnregistered);
   EXPECT_EQ(res.index, 6u);
@@ -490,8 +523,9 @@ TEST_F(BatchCheckTest, RunContinuesFromIndexAfterRemoteRefresh) {
 TEST_F(BatchCheckTest, RefreshWithNewRegionKeepsEarlierPiecesSeparate) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
-  remote.Replace({{a, 0x1000}});
-  BatchCheck check(*table_, remote, true, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}}));
+  auto remote_table22 = remote.Snapshot();
+  BatchCheck check(*table_, *remote_table22, true, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {
       {kL1, a + 0xff0, 0x10},          // the end of a
       {kL1 + 0x10, a + 0x1000, 0x10},  // right after a: unknown, then a new region
@@ -501,8 +535,9 @@ TEST_F(BatchCheckTest, RefreshWithNewRegionKeepsEarlierPiecesSeparate) {
   ASSERT_EQ(res.verdict, Verdict::kRemoteUnknown);
   ASSERT_EQ(res.index, 1u);
 
-  remote.Replace({{a, 0x1000}, {a + 0x1000, 0x1000}});
-  check.ForgetRemote();
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}, {a + 0x1000, 0x1000}}));
+  auto refreshed2 = remote.Snapshot();
+  check.SetRemote(*refreshed2);
   res = check.Run(descs, res.index, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
   EXPECT_EQ(res.index, descs.size());
@@ -515,7 +550,8 @@ TEST_F(BatchCheckTest, RefreshWithNewRegionKeepsEarlierPiecesSeparate) {
 }
 
 TEST_F(BatchCheckTest, RunFromMiddleSkipsEarlierDescriptors) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table23 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table23, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs = {{0, 0, 0}, {kL1, kR1, 0x10}, {kL1 + 0x10, kR1 + 0x10, 0x10}};
   auto res = check.Run(descs, 1, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kOk);
@@ -531,13 +567,15 @@ TEST_F(BatchCheckTest, RunFromMiddleSkipsEarlierDescriptors) {
 TEST_F(BatchCheckTest, ForgetRemoteDropsARevokedCachedRegion) {
   RemoteRegions remote;
   const uint64_t a = 0x90000000;
-  remote.Replace({{a, 0x1000}});
-  BatchCheck check(*table_, remote, false, /*local_need=*/0);
+  remote.Replace(hixl_test::HostEntries({{a, 0x1000}}));
+  auto remote_table24 = remote.Snapshot();
+  BatchCheck check(*table_, *remote_table24, false, /*local_need=*/0);
   std::vector<TransferOpDesc> first = {{kL1, a, 0x10}};
   ASSERT_EQ(check.Run(first, 0, &pins_, &direct_, &relayed_).verdict, Verdict::kOk);
 
   remote.Revoke(a, 0x1000, 1);
-  check.ForgetRemote();
+  auto refreshed3 = remote.Snapshot();
+  check.SetRemote(*refreshed3);
   std::vector<TransferOpDesc> second = {{kL1 + 0x100, a + 0x100, 0x10}};
   auto res = check.Run(second, 0, &pins_, &direct_, &relayed_);
   EXPECT_EQ(res.verdict, Verdict::kRemoteUnknown);
@@ -546,7 +584,8 @@ TEST_F(BatchCheckTest, ForgetRemoteDropsARevokedCachedRegion) {
 }
 
 TEST_F(BatchCheckTest, ManyDescriptorsInOneRegionBecomeOnePiece) {
-  BatchCheck check(*table_, remote_, false, /*local_need=*/0);
+  auto remote_table25 = remote_.Snapshot();
+  BatchCheck check(*table_, *remote_table25, false, /*local_need=*/0);
   std::vector<TransferOpDesc> descs;
   for (size_t i = 0; i < 4096; ++i) descs.push_back({kL1 + i * 0x10, kR1 + i * 0x10, 0x10});
   auto res = check.Run(descs, 0, &pins_, &direct_, &relayed_);
@@ -563,15 +602,16 @@ TEST(BatchCheckAccess, ReadOnlyLocalMemoryCanBeWrittenFromNotReadInto) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   Registry reg(4);
   MemHandle h = nullptr;
-  ASSERT_EQ(reg.Register(addr, len, MEM_HOST, &h), SUCCESS);
+  ASSERT_EQ(reg.Register(addr, len, &h), SUCCESS);
   auto table = reg.Snapshot();
   RemoteRegions remote;
-  remote.Replace({{kR1, kRemoteLen}});
+  remote.Replace(hixl_test::HostEntries({{kR1, kRemoteLen}}));
   const std::vector<TransferOpDesc> d{{addr, kR1, 64}};
   for (unsigned need : {unsigned{kPageRead}, unsigned{kPageWrite}}) {
     PinSet pins;
     std::vector<Piece> direct, relayed;
-    BatchCheck check(*table, remote, true, need);
+    auto snap104 = remote.Snapshot();
+    BatchCheck check(*table, *snap104, true, need);
     BatchCheck::Result r = check.Run(d, 0, &pins, &direct, &relayed);
     // A WRITE from it (need read) is fine; a READ into it (need write) is
     // refused, not relayed or moved.

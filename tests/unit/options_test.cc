@@ -236,7 +236,6 @@ const IntField kIntFields[] = {
     {"connect_pool.task_queue_capacity", 1, 65535, &EngineOptions::connect_pool_queue},
     {"channel_pool.max_channel", 1, 512, &EngineOptions::max_channel},
     // [beyond] fields of this project (src/engine/options.h).
-    {"tcp.streams_per_link", 1, 16, &EngineOptions::tcp_streams_per_link},
     {"tcp.io_threads", 1, 64, &EngineOptions::io_threads},
     {"max_regions", 256, 65536, &EngineOptions::max_regions},  // the region table must fit a HELLO_ACK
 };
@@ -352,21 +351,29 @@ TEST(GlobalResourceConfigTest, ProtocolDescValid) {
   Parsed one = ParseGrc("{\"comm_resource_config.protocol_desc\": \"tcp:host\"}");
   ASSERT_EQ(one.status, SUCCESS) << one.why;
   EXPECT_EQ(one.opts.protocols, std::vector<std::string>({"tcp:host"}));
-  EXPECT_TRUE(one.opts.AllowsProtocol("tcp"));
-  EXPECT_FALSE(one.opts.AllowsProtocol("shm"));
-  EXPECT_FALSE(one.opts.AllowsProtocol("tc"));
 
   Parsed two = ParseGrc("{\"comm_resource_config.protocol_desc\": [\"shm:host\", \"tcp:host\"]}");
   ASSERT_EQ(two.status, SUCCESS) << two.why;
   EXPECT_EQ(two.opts.protocols, std::vector<std::string>({"shm:host", "tcp:host"}));
-  EXPECT_TRUE(two.opts.AllowsProtocol("tcp"));
-  EXPECT_TRUE(two.opts.AllowsProtocol("shm"));
-  EXPECT_FALSE(two.opts.AllowsProtocol("rdma"));
 
   Parsed none = ParseGrc("{}");
   ASSERT_EQ(none.status, SUCCESS);
-  EXPECT_TRUE(none.opts.AllowsProtocol("tcp"));
-  EXPECT_TRUE(none.opts.AllowsProtocol("shm"));
+  EXPECT_TRUE(none.opts.protocols.empty());  // every transport
+}
+
+TEST(GlobalResourceConfigTest, ATransportsOwnFieldsGoToItAsText) {
+  // "<transport>.<key>" of a transport this build knows: its to check (at
+  // Initialize); an unknown prefix is an unknown field.
+  Parsed p = ParseGrc("{\"tcp.streams_per_link\": 4, \"shm.some_key\": \"x\", \"nosuch.key\": 1}");
+  ASSERT_EQ(p.status, SUCCESS) << p.why;
+  EXPECT_EQ(p.opts.transport_config["tcp"]["streams_per_link"], "4");
+  EXPECT_EQ(p.opts.transport_config["shm"]["some_key"], "x");
+  EXPECT_EQ(p.opts.transport_config.count("nosuch"), 0u);
+  // tcp.io_threads sizes the engine's event loops: the engine's own.
+  Parsed io = ParseGrc("{\"tcp.io_threads\": 3}");
+  ASSERT_EQ(io.status, SUCCESS) << io.why;
+  EXPECT_EQ(io.opts.io_threads, 3u);
+  EXPECT_EQ(io.opts.transport_config.count("tcp"), 0u);
 }
 
 TEST(GlobalResourceConfigTest, ProtocolDescInvalid) {

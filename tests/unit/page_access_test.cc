@@ -1,5 +1,5 @@
 // page_access_test.cc: RangeAccess against mappings of known protection.
-#include "memory/page_access.h"
+#include "memory/host/page_access.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 // Unit tests for hixl::Registry, RegionTable and PinSet (src/memory/registry.h).
 // The registry never dereferences addresses, so fake ones are used throughout.
 #include "memory/registry.h"
+#include "wire/frame.h"
 
 #include <chrono>
 #include <cstdint>
@@ -16,6 +17,14 @@
 
 namespace hixl {
 namespace {
+
+// The registered ranges, by address, as a peer would see them.
+std::vector<wire::RegionInfo> Ranges(const Registry &reg) {
+  std::vector<wire::RegionInfo> out;
+  for (const auto &e : reg.Snapshot()->Page(0, SIZE_MAX).entries) out.push_back(e.range);
+  return out;
+}
+
 
 using Clock = std::chrono::steady_clock;
 
@@ -42,7 +51,7 @@ RegionTable::Ref RefOf(const RegionTable &t, uint64_t id) {
 
 MemHandle MustRegister(Registry &reg, uintptr_t addr, size_t len) {
   MemHandle h = nullptr;
-  EXPECT_EQ(reg.Register(addr, len, MEM_HOST, &h), SUCCESS) << std::hex << addr << "+" << len;
+  EXPECT_EQ(reg.Register(addr, len, &h), SUCCESS) << std::hex << addr << "+" << len;
   EXPECT_NE(h, nullptr);
   return h;
 }
@@ -165,15 +174,15 @@ TEST(RegistryTest, HandlesAreUniqueAcrossRegistries) {
   // never deregister another engine's region.
   Registry a(4), b(4);
   MemHandle ha = nullptr, hb = nullptr;
-  ASSERT_EQ(a.Register(0x10000, 0x1000, MEM_HOST, &ha), SUCCESS);
-  ASSERT_EQ(b.Register(0x20000, 0x1000, MEM_HOST, &hb), SUCCESS);
+  ASSERT_EQ(a.Register(0x10000, 0x1000, &ha), SUCCESS);
+  ASSERT_EQ(b.Register(0x20000, 0x1000, &hb), SUCCESS);
   EXPECT_NE(ha, hb);
   EXPECT_EQ(b.Revoke(ha), nullptr);  // not b's
   EXPECT_EQ(b.size(), 1u);
   a.Deregister(ha);
   Registry c(4);  // a fresh engine does not hand out a's old handle again
   MemHandle hc = nullptr;
-  ASSERT_EQ(c.Register(0x10000, 0x1000, MEM_HOST, &hc), SUCCESS);
+  ASSERT_EQ(c.Register(0x10000, 0x1000, &hc), SUCCESS);
   EXPECT_NE(hc, ha);
 }
 
@@ -191,7 +200,7 @@ TEST(RegistryTest, SameRangeTwiceGivesSameHandle) {
   EXPECT_NE(h4, h1);
   EXPECT_NE(h4, h3);
   EXPECT_EQ(reg.size(), 3u);
-  EXPECT_EQ(reg.Export().size(), 3u);
+  EXPECT_EQ(Ranges(reg).size(), 3u);
 }
 
 TEST(RegistryTest, HandlesAreDistinctAndNonNull) {
@@ -208,16 +217,16 @@ TEST(RegistryTest, ResourceExhaustedPastCap) {
   for (uintptr_t i = 0; i < 256; ++i) handles.push_back(MustRegister(reg, 0x10000 + i * 0x100, 0x100));
   EXPECT_EQ(reg.size(), 256u);
   MemHandle h = nullptr;
-  EXPECT_EQ(reg.Register(0x10000 + 256 * 0x100, 0x100, MEM_HOST, &h), RESOURCE_EXHAUSTED);
+  EXPECT_EQ(reg.Register(0x10000 + 256 * 0x100, 0x100, &h), RESOURCE_EXHAUSTED);
   EXPECT_EQ(reg.size(), 256u);
   // Re-registering an existing range at the cap is still SUCCESS, same handle.
   MemHandle again = nullptr;
-  EXPECT_EQ(reg.Register(0x10000, 0x100, MEM_HOST, &again), SUCCESS);
+  EXPECT_EQ(reg.Register(0x10000, 0x100, &again), SUCCESS);
   EXPECT_EQ(again, handles[0]);
   // Freeing one makes room for one.
   reg.Deregister(handles[7]);
-  EXPECT_EQ(reg.Register(0x10000 + 256 * 0x100, 0x100, MEM_HOST, &h), SUCCESS);
-  EXPECT_EQ(reg.Register(0x10000 + 257 * 0x100, 0x100, MEM_HOST, &h), RESOURCE_EXHAUSTED);
+  EXPECT_EQ(reg.Register(0x10000 + 256 * 0x100, 0x100, &h), SUCCESS);
+  EXPECT_EQ(reg.Register(0x10000 + 257 * 0x100, 0x100, &h), RESOURCE_EXHAUSTED);
 }
 
 TEST(RegistryTest, DeregisterUnknownHandleIsNoOp) {
@@ -226,7 +235,7 @@ TEST(RegistryTest, DeregisterUnknownHandleIsNoOp) {
   reg.Deregister(reinterpret_cast<MemHandle>(static_cast<uintptr_t>(0xDEAD)));
   reg.Deregister(nullptr);
   EXPECT_EQ(reg.size(), 1u);
-  ASSERT_EQ(reg.Export().size(), 1u);
+  ASSERT_EQ(Ranges(reg).size(), 1u);
   // Twice: the second is a no-op.
   reg.Deregister(h);
   reg.Deregister(h);
@@ -246,7 +255,7 @@ TEST(RegistryTest, DeregisteredRegionLeavesSnapshotAndExport) {
   EXPECT_EQ(after->regions().size(), 1u);
   EXPECT_EQ(after->Find(0x10000, 0x10), nullptr);
   EXPECT_NE(after->Find(0x20000, 0x10), nullptr);
-  auto exported = reg.Export();
+  auto exported = Ranges(reg);
   ASSERT_EQ(exported.size(), 1u);
   EXPECT_EQ(exported[0].addr, 0x20000u);
   EXPECT_EQ(exported[0].len, 0x2000u);
@@ -263,7 +272,7 @@ TEST(RegistryTest, DeregisteredRegionLeavesSnapshotAndExport) {
   EXPECT_NE(reg.Snapshot()->Find(0x10000, 0x10), nullptr);
   reg.Deregister(b);
   reg.Deregister(a2);
-  EXPECT_TRUE(reg.Export().empty());
+  EXPECT_TRUE(Ranges(reg).empty());
   EXPECT_TRUE(reg.Snapshot()->regions().empty());
 }
 
@@ -284,7 +293,7 @@ TEST(RegistryTest, ExportIsSortedByAddress) {
   MustRegister(reg, 0x30000, 0x10);
   MustRegister(reg, 0x10000, 0x20);
   MustRegister(reg, 0x20000, 0x30);
-  auto e = reg.Export();
+  auto e = Ranges(reg);
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].addr, 0x10000u);
   EXPECT_EQ(e[0].len, 0x20u);
@@ -321,6 +330,23 @@ TEST(RegistryTest, OneTebibyteRegionRegistersInstantly) {
   EXPECT_EQ(reg.size(), 0u);
 }
 
+// Every page of the table from `reg`, as it goes on the wire, decoded.
+std::vector<wire::RegionPage> PagesOnTheWire(const Registry &reg) {
+  std::vector<wire::RegionPage> pages;
+  auto table = reg.Snapshot();
+  for (uint32_t first = 0; pages.empty() || first < pages.back().total;) {
+    std::vector<uint8_t> body;
+    wire::EncodeRegionPage(table->Page(first), &body);
+    EXPECT_LE(body.size(), wire::kMaxBody);
+    wire::RegionPage page;
+    EXPECT_TRUE(wire::DecodeRegionPage(body.data(), body.size(), &page));
+    if (page.count == 0) break;
+    first += page.count;
+    pages.push_back(std::move(page));
+  }
+  return pages;
+}
+
 // The largest region cap GlobalResourceConfig allows still fits the region
 // table every peer must decode (HELLO_ACK at connect, REGIONS_RESP later).
 TEST(RegistryTest, LargestRegionCapFitsTheWire) {
@@ -333,12 +359,55 @@ TEST(RegistryTest, LargestRegionCapFitsTheWire) {
   Registry reg(opts.max_regions);
   for (uintptr_t i = 0; i < 65536; ++i) MustRegister(reg, 0x1000000 + i * 0x100, 0x100);
   hixl::MemHandle h = nullptr;
-  EXPECT_EQ(reg.Register(0x100, 0x10, MEM_HOST, &h), RESOURCE_EXHAUSTED);
-  std::vector<uint8_t> body;
-  wire::EncodeRegions(reg.Export(), &body);
-  std::vector<wire::RegionInfo> decoded;
-  EXPECT_TRUE(wire::DecodeRegions(body.data(), body.size(), &decoded));
-  EXPECT_EQ(decoded.size(), 65536u);
+  EXPECT_EQ(reg.Register(0x100, 0x10, &h), RESOURCE_EXHAUSTED);
+  size_t entries = 0;
+  const auto pages = PagesOnTheWire(reg);
+  for (const auto &p : pages) entries += p.entries.size();
+  EXPECT_EQ(entries, 65536u);
+  EXPECT_GE(pages.size(), 2u);  // more than a page holds
+}
+
+// With a transport's key on every region (a UCX remote key is some 100 to 300
+// bytes), a full table is many MiB: it goes in pages, each well within what
+// a frame may carry, of one generation.
+TEST(RegistryTest, ATableOfBigEntriesGoesInPages) {
+  Registry reg(65536);
+  for (uintptr_t i = 0; i < 65536; ++i) {
+    MemHandle h = nullptr;
+    ASSERT_EQ(reg.Register(0x1000000 + i * 0x100, 0x100, HostMemory(),
+                           [i](Region &r) {
+                             r.sections.push_back({7, std::vector<uint8_t>(256, static_cast<uint8_t>(i))});
+                             return SUCCESS;
+                           },
+                           &h),
+              SUCCESS);
+  }
+  const auto pages = PagesOnTheWire(reg);
+  size_t entries = 0;
+  for (const auto &p : pages) {
+    entries += p.entries.size();
+    EXPECT_EQ(p.generation, pages[0].generation);
+    for (const auto &e : p.entries) {
+      const auto *key = wire::FindSection(e.sections, 7);
+      ASSERT_NE(key, nullptr);
+      EXPECT_EQ(key->size(), 256u);
+      EXPECT_EQ((*key)[0], static_cast<uint8_t>((e.range.addr - 0x1000000) / 0x100));
+    }
+  }
+  EXPECT_EQ(entries, 65536u);
+  EXPECT_GE(pages.size(), 16u);  // 65536 x ~290 bytes: some 18 MiB
+}
+
+TEST(RegistryTest, EveryChangeMakesANewGeneration) {
+  Registry reg(256);
+  const uint64_t g0 = reg.Snapshot()->generation();
+  MemHandle h = MustRegister(reg, 0x10000, 0x1000);
+  const uint64_t g1 = reg.Snapshot()->generation();
+  EXPECT_NE(g1, g0);
+  MustRegister(reg, 0x10000, 0x1000);  // the same region again: no change
+  EXPECT_EQ(reg.Snapshot()->generation(), g1);
+  reg.Deregister(h);
+  EXPECT_NE(reg.Snapshot()->generation(), g1);
 }
 
 // ---------------------------------------------------------------- PinSet

@@ -2,6 +2,7 @@
 // initiator's copy of a target's region table. Addresses are never
 // dereferenced, so fake ones are used throughout.
 #include "memory/remote_regions.h"
+#include "support/region_entries.h"
 
 #include <atomic>
 #include <chrono>
@@ -17,8 +18,18 @@
 namespace hixl {
 namespace {
 
+
 using Clock = std::chrono::steady_clock;
 using wire::RegionInfo;
+
+// Which region of the table now contains [addr, addr+len).
+bool Find(const RemoteRegions &rr, uint64_t addr, uint64_t len, RegionInfo *found) {
+  const RemoteRegion *r = rr.Snapshot()->Find(addr, len);
+  if (r == nullptr) return false;
+  *found = r->range;
+  return true;
+}
+
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -43,7 +54,7 @@ TEST(RemoteRegionsTest, EmptyTableContainsNothing) {
   RemoteRegions rr;
   RegionInfo found{7, 7};
   EXPECT_FALSE(rr.Contains(0x1000, 1));
-  EXPECT_FALSE(rr.Find(0x1000, 1, &found));
+  EXPECT_FALSE(Find(rr, 0x1000, 1, &found));
   EXPECT_EQ(found.addr, 7u);  // untouched on a miss
   EXPECT_EQ(found.len, 7u);
   rr.Replace({});
@@ -52,7 +63,7 @@ TEST(RemoteRegionsTest, EmptyTableContainsNothing) {
 
 TEST(RemoteRegionsTest, ContainsAtRangeEdges) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}, {0x5000, 0x100}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}, {0x5000, 0x100}}));
 
   // The whole region, and its first and last byte.
   EXPECT_TRUE(rr.Contains(0x1000, 0x1000));
@@ -80,11 +91,11 @@ TEST(RemoteRegionsTest, ContainsAtRangeEdges) {
 
 TEST(RemoteRegionsTest, ZeroLengthAndWrappingQueriesAreRefused) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}, {UINT64_MAX - 0xfff, 0x800}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}, {UINT64_MAX - 0xfff, 0x800}}));
   RegionInfo found{};
   EXPECT_FALSE(rr.Contains(0x1000, 0));
   EXPECT_FALSE(rr.Contains(0x1800, 0));
-  EXPECT_FALSE(rr.Find(0x1000, 0, &found));
+  EXPECT_FALSE(Find(rr, 0x1000, 0, &found));
   // addr + len wraps around 2^64.
   EXPECT_FALSE(rr.Contains(0x1800, UINT64_MAX));
   EXPECT_FALSE(rr.Contains(UINT64_MAX, 2));
@@ -96,16 +107,16 @@ TEST(RemoteRegionsTest, ZeroLengthAndWrappingQueriesAreRefused) {
 
 TEST(RemoteRegionsTest, FindSaysWhichRegion) {
   RemoteRegions rr;
-  rr.Replace({{0x5000, 0x100}, {0x1000, 0x1000}, {0x9000, 0x10}});  // unsorted on purpose
+  rr.Replace(hixl_test::HostEntries({{0x5000, 0x100}, {0x1000, 0x1000}, {0x9000, 0x10}}));  // unsorted on purpose
   RegionInfo found{};
-  ASSERT_TRUE(rr.Find(0x1fff, 1, &found));
+  ASSERT_TRUE(Find(rr, 0x1fff, 1, &found));
   EXPECT_TRUE(SameRegion(found, {0x1000, 0x1000}));
-  ASSERT_TRUE(rr.Find(0x5000, 0x100, &found));
+  ASSERT_TRUE(Find(rr, 0x5000, 0x100, &found));
   EXPECT_TRUE(SameRegion(found, {0x5000, 0x100}));
-  ASSERT_TRUE(rr.Find(0x9008, 8, &found));
+  ASSERT_TRUE(Find(rr, 0x9008, 8, &found));
   EXPECT_TRUE(SameRegion(found, {0x9000, 0x10}));
   found = {1, 2};
-  EXPECT_FALSE(rr.Find(0x9008, 9, &found));
+  EXPECT_FALSE(Find(rr, 0x9008, 9, &found));
   EXPECT_TRUE(SameRegion(found, {1, 2}));
 }
 
@@ -115,20 +126,20 @@ TEST(RemoteRegionsTest, OverlappingRegions) {
   const RegionInfo a{0x1000, 0x2000};  // [0x1000, 0x3000)
   const RegionInfo b{0x2000, 0x800};   // [0x2000, 0x2800)
   const RegionInfo c{0x2800, 0x1800};  // [0x2800, 0x4000)
-  rr.Replace({c, a, b});
+  rr.Replace(hixl_test::HostEntries({c, a, b}));
   RegionInfo found{};
 
   // Only A holds it (before B and C start).
-  ASSERT_TRUE(rr.Find(0x1f00, 0x200, &found));
+  ASSERT_TRUE(Find(rr, 0x1f00, 0x200, &found));
   EXPECT_TRUE(SameRegion(found, a));
   // Spans B's end but A holds all of it.
-  ASSERT_TRUE(rr.Find(0x2700, 0x200, &found));
+  ASSERT_TRUE(Find(rr, 0x2700, 0x200, &found));
   EXPECT_TRUE(SameRegion(found, a));
   // Spans A's end: only C holds it.
-  ASSERT_TRUE(rr.Find(0x2f00, 0x200, &found));
+  ASSERT_TRUE(Find(rr, 0x2f00, 0x200, &found));
   EXPECT_TRUE(SameRegion(found, c));
   // Held by A and B: either is a right answer, as long as it contains it.
-  ASSERT_TRUE(rr.Find(0x2100, 0x100, &found));
+  ASSERT_TRUE(Find(rr, 0x2100, 0x100, &found));
   EXPECT_TRUE(SameRegion(found, a) || SameRegion(found, b));
   EXPECT_TRUE(found.addr <= 0x2100 && found.addr + found.len >= 0x2200);
   // From inside A to past C's end: nobody.
@@ -145,16 +156,16 @@ TEST(RemoteRegionsTest, BigRegionBehindManySmallOnesIsFound) {
   const RegionInfo big{0x1000, 0x100000};
   regions.push_back(big);
   for (uint64_t i = 0; i < 200; ++i) regions.push_back({0x2000 + i * 0x100, 0x10});
-  rr.Replace(regions);
+  rr.Replace(hixl_test::HostEntries(regions));
 
   RegionInfo found{};
   // Between two small regions, and across several of them.
-  ASSERT_TRUE(rr.Find(0x2010 + 50 * 0x100, 0x20, &found));
+  ASSERT_TRUE(Find(rr, 0x2010 + 50 * 0x100, 0x20, &found));
   EXPECT_TRUE(SameRegion(found, big));
-  ASSERT_TRUE(rr.Find(0x2005, 0x1000, &found));
+  ASSERT_TRUE(Find(rr, 0x2005, 0x1000, &found));
   EXPECT_TRUE(SameRegion(found, big));
   // Inside one small region: the small one or the big one.
-  ASSERT_TRUE(rr.Find(0x2000 + 7 * 0x100, 0x10, &found));
+  ASSERT_TRUE(Find(rr, 0x2000 + 7 * 0x100, 0x10, &found));
   EXPECT_TRUE(SameRegion(found, big) || SameRegion(found, {0x2000 + 7 * 0x100, 0x10}));
   // Past the big region's end.
   EXPECT_FALSE(rr.Contains(0x100ff0, 0x20));
@@ -162,19 +173,19 @@ TEST(RemoteRegionsTest, BigRegionBehindManySmallOnesIsFound) {
 
 TEST(RemoteRegionsTest, SameStartDifferentLengths) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}, {0x1000, 0x100}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}, {0x1000, 0x100}}));
   RegionInfo found{};
-  ASSERT_TRUE(rr.Find(0x1000, 0x800, &found));
+  ASSERT_TRUE(Find(rr, 0x1000, 0x800, &found));
   EXPECT_TRUE(SameRegion(found, {0x1000, 0x1000}));
-  ASSERT_TRUE(rr.Find(0x1000, 0x10, &found));
+  ASSERT_TRUE(Find(rr, 0x1000, 0x10, &found));
   EXPECT_EQ(found.addr, 0x1000u);
 }
 
 TEST(RemoteRegionsTest, ReplaceDropsTheOldTable) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}}));
   EXPECT_TRUE(rr.Contains(0x1000, 0x10));
-  rr.Replace({{0x8000, 0x100}});
+  rr.Replace(hixl_test::HostEntries({{0x8000, 0x100}}));
   EXPECT_FALSE(rr.Contains(0x1000, 0x10));
   EXPECT_TRUE(rr.Contains(0x8000, 0x100));
   rr.Replace({});
@@ -189,7 +200,7 @@ TEST(RemoteRegionsTest, RevokeRemovesExactlyThatRegion) {
   const RegionInfo head{0x1000, 0x800};     // same start, shorter
   const RegionInfo tail{0x1800, 0x800};     // inside big
   const RegionInfo other{0x9000, 0x100};
-  rr.Replace({big, head, tail, other});
+  rr.Replace(hixl_test::HostEntries({big, head, tail, other}));
   RegionInfo found{};
 
   // No region is exactly (0x1000, 0x801) or (0x1800, 0x100): nothing changes.
@@ -203,9 +214,9 @@ TEST(RemoteRegionsTest, RevokeRemovesExactlyThatRegion) {
   rr.Revoke(big.addr, big.len, 1);
   EXPECT_FALSE(rr.Contains(0x1000, 0x1000));
   EXPECT_FALSE(rr.Contains(0x17f0, 0x20));  // spans head and tail: no single region
-  ASSERT_TRUE(rr.Find(0x1000, 0x800, &found));
+  ASSERT_TRUE(Find(rr, 0x1000, 0x800, &found));
   EXPECT_TRUE(SameRegion(found, head));
-  ASSERT_TRUE(rr.Find(0x1800, 0x800, &found));
+  ASSERT_TRUE(Find(rr, 0x1800, 0x800, &found));
   EXPECT_TRUE(SameRegion(found, tail));
   EXPECT_TRUE(rr.Contains(0x9000, 0x100));
 
@@ -233,24 +244,24 @@ TEST(RemoteRegionsTest, ATableAppliedAfterALaterRevocationDoesNotBringTheRegionB
   // place (frame 6 after 7) changes nothing.
   RemoteRegions rr;
   const RegionInfo a{0x1000, 0x1000}, b{0x4000, 0x1000}, c{0x8000, 0x1000};
-  rr.Replace({a, b});
+  rr.Replace(hixl_test::HostEntries({a, b}));
   rr.Revoke(a.addr, a.len, 5);
   EXPECT_FALSE(rr.Contains(a.addr, a.len));
-  rr.Replace({a, b, c}, 3);
+  rr.Replace(hixl_test::HostEntries({a, b, c}), 3);
   EXPECT_FALSE(rr.Contains(a.addr, a.len)) << "revived by an older table";
   EXPECT_TRUE(rr.Contains(b.addr, b.len));
   EXPECT_TRUE(rr.Contains(c.addr, c.len));
-  rr.Replace({a, b}, 7);
+  rr.Replace(hixl_test::HostEntries({a, b}), 7);
   EXPECT_TRUE(rr.Contains(a.addr, a.len));
   EXPECT_FALSE(rr.Contains(c.addr, c.len));
-  rr.Replace({c}, 6);
+  rr.Replace(hixl_test::HostEntries({c}), 6);
   EXPECT_TRUE(rr.Contains(a.addr, a.len)) << "an older table replaced a newer one";
   EXPECT_FALSE(rr.Contains(c.addr, c.len));
   // Revocations applied out of order too: the table in between keeps the
   // one revoked after it out, and lets the one revoked before it back.
   rr.Revoke(b.addr, b.len, 12);
   rr.Revoke(a.addr, a.len, 9);
-  rr.Replace({a, b}, 10);
+  rr.Replace(hixl_test::HostEntries({a, b}), 10);
   EXPECT_TRUE(rr.Contains(a.addr, a.len));
   EXPECT_FALSE(rr.Contains(b.addr, b.len));
   // A revocation older than the table in place: the table knows better.
@@ -260,10 +271,10 @@ TEST(RemoteRegionsTest, ATableAppliedAfterALaterRevocationDoesNotBringTheRegionB
 
 TEST(RemoteRegionsTest, RevokeTheInnerRegionKeepsTheOuter) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}, {0x1400, 0x100}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}, {0x1400, 0x100}}));
   rr.Revoke(0x1400, 0x100, 1);
   RegionInfo found{};
-  ASSERT_TRUE(rr.Find(0x1400, 0x100, &found));
+  ASSERT_TRUE(Find(rr, 0x1400, 0x100, &found));
   EXPECT_TRUE(SameRegion(found, {0x1000, 0x1000}));
 }
 
@@ -271,7 +282,7 @@ TEST(RemoteRegionsTest, SearchStillCorrectAfterRevokeShrinksMaxEnd) {
   // After the big region goes, a query that only it covered must fail even
   // though later regions remain.
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x10000}, {0x2000, 0x10}, {0x3000, 0x10}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x10000}, {0x2000, 0x10}, {0x3000, 0x10}}));
   EXPECT_TRUE(rr.Contains(0x3100, 0x10));
   rr.Revoke(0x1000, 0x10000, 1);
   EXPECT_FALSE(rr.Contains(0x3100, 0x10));
@@ -284,7 +295,7 @@ TEST(RemoteRegionsTest, SearchStillCorrectAfterRevokeShrinksMaxEnd) {
 
 TEST(RemoteRegionsTest, HoldSeesTheTable) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}}));
   RemoteRegions::Hold hold(rr);
   EXPECT_TRUE(hold.Contains(0x1000, 0x1000));
   EXPECT_FALSE(hold.Contains(0x1000, 0x1001));
@@ -293,7 +304,7 @@ TEST(RemoteRegionsTest, HoldSeesTheTable) {
 
 TEST(RemoteRegionsTest, RevokeWaitsForHold) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}, {0x8000, 0x100}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}, {0x8000, 0x100}}));
 
   std::atomic<bool> started{false};
   std::atomic<bool> revoked{false};
@@ -326,7 +337,7 @@ TEST(RemoteRegionsTest, RevokeWaitsForHold) {
 
 TEST(RemoteRegionsTest, ReplaceWaitsForHold) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}}));
 
   std::atomic<bool> started{false};
   std::atomic<bool> replaced{false};
@@ -336,7 +347,7 @@ TEST(RemoteRegionsTest, ReplaceWaitsForHold) {
 
   std::thread t([&] {
     started = true;
-    rr.Replace({{0x4000, 0x100}});
+    rr.Replace(hixl_test::HostEntries({{0x4000, 0x100}}));
     replaced_at = NowNs();
     replaced = true;
   });
@@ -357,14 +368,14 @@ TEST(RemoteRegionsTest, ReplaceWaitsForHold) {
 
 TEST(RemoteRegionsTest, HoldsDoNotBlockEachOtherOrReaders) {
   RemoteRegions rr;
-  rr.Replace({{0x1000, 0x1000}});
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x1000}}));
   RemoteRegions::Hold hold(rr);
   std::atomic<bool> done{false};
   std::atomic<bool> seen{false};
   std::thread t([&] {
     RemoteRegions::Hold other(rr);
     RegionInfo found{};
-    seen = other.Contains(0x1000, 0x10) && rr.Contains(0x1000, 0x10) && rr.Find(0x1000, 0x10, &found);
+    seen = other.Contains(0x1000, 0x10) && rr.Contains(0x1000, 0x10) && Find(rr, 0x1000, 0x10, &found);
     done = true;
   });
   EXPECT_TRUE(WaitUntil([&] { return done.load(); }, 500)) << "a reader blocked behind a Hold";
@@ -379,7 +390,7 @@ TEST(RemoteRegionsTest, ConcurrentRevokesAndLookups) {
   std::vector<RegionInfo> regions;
   for (uint64_t i = 0; i < 256; ++i) regions.push_back({0x100000 + i * 0x1000, 0x800});
   regions.push_back({0x10000000, 0x1000});  // never revoked
-  rr.Replace(regions);
+  rr.Replace(hixl_test::HostEntries(regions));
 
   std::atomic<bool> stop{false};
   std::atomic<int> misses{0};

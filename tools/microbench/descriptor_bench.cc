@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/batch_check.h"
-#include "memory/page_access.h"
+#include "memory/host/page_access.h"
 #include "memory/registry.h"
 #include "memory/remote_regions.h"
 #include "transport/tcp/frame_planner.h"
@@ -24,8 +24,10 @@ constexpr uintptr_t kRemoteBase = 0x7f0000000000;
 struct Fixture {
   explicit Fixture(size_t count, size_t len) : local(count * len * 2) {
     MemHandle h;
-    registry.Register(reinterpret_cast<uintptr_t>(local.data()), local.size(), MEM_HOST, &h);
-    remote.Replace({{kRemoteBase, local.size()}});
+    registry.Register(reinterpret_cast<uintptr_t>(local.data()), local.size(), &h);
+    wire::RegionEntry entry;
+    entry.range = {kRemoteBase, local.size()};
+    remote.Replace({entry});
     // Every other slot: no two descriptors are contiguous, nothing merges.
     for (size_t i = 0; i < count; ++i) {
       descs.push_back({reinterpret_cast<uintptr_t>(local.data()) + 2 * i * len, kRemoteBase + 2 * i * len, len});
@@ -45,7 +47,7 @@ void CheckAndPlan(benchmark::State &state, bool is_write) {
   for (auto _ : state) {
     PinSet pins;
     std::vector<Piece> direct, relayed;
-    BatchCheck check(*table, f.remote, true, kPageRead);  // as for a WRITE
+    BatchCheck check(*table, *f.remote.Snapshot(), true, kPageRead);  // as for a WRITE (the table stays in f.remote)
     auto r = check.Run(f.descs, 0, &pins, &direct, &relayed);
     if (r.verdict != BatchCheck::Verdict::kOk) state.SkipWithError("check failed");
     auto done = std::make_shared<Completion>();

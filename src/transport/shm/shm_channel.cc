@@ -104,8 +104,19 @@ ShmChannel::~ShmChannel() {
 ShmChannel::Core::~Core() { CloseKeptFd(pidfd); }
 
 bool ShmChannel::Core::TargetAlive() const {
-  if (!alive()) return false;
+  if (closed.load() || !alive()) return false;
   return !Exited(pidfd);
+}
+
+void ShmChannel::Close(const char *why) {
+  if (!core_->closed.exchange(true)) HIXL_LOGD("shm to pid %d: closed: %s", static_cast<int>(core_->pid), why);
+}
+
+bool ShmChannel::broken() const { return core_->closed.load() || !core_->alive(); }
+
+bool ShmChannel::idle() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->jobs.empty();
 }
 
 void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,

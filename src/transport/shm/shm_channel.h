@@ -56,6 +56,12 @@ class ShmChannel : public Channel {
   // by side instead of one waiting for the other.
   void Progress() override;
   static constexpr size_t kStealBytes = 1u << 20;
+  // Copies stop before their next syscall; no new one starts.
+  void Close(const char *why) override;
+  // Closed, or the link says the target is gone (the pidfd is asked only
+  // before each copy: this runs on every call).
+  bool broken() const override;
+  bool idle() const override;
 
  private:
   struct Job {
@@ -76,7 +82,8 @@ class ShmChannel : public Channel {
     int pidfd = -1;
     const RemoteRegions *regions;
     std::function<bool()> alive;
-    std::mutex mu;
+    std::atomic<bool> closed{false};
+    mutable std::mutex mu;
     std::list<std::shared_ptr<Job>> jobs;  // running or queued
 
     ~Core();

@@ -435,7 +435,9 @@ bool InitiatorStream::OnHeaderLocked(FinishedList *fin) {
   if (err != wire::HeaderError::kOk) {
     bad = std::string("bad reply header: ") + wire::HeaderErrorName(err);
   } else if (rx_push_) {
-    if (cur_.body_len != 16 || cur_.payload_len != 0) {
+    if (!on_push_) {
+      bad = "REVOKE on a stream other than the link's control stream";
+    } else if (cur_.body_len < 16 || cur_.body_len > 64 || cur_.payload_len != 0) {
       bad = "malformed REVOKE";
     } else if (++unacked_revokes_ > kMaxUnackedRevokes) {
       bad = "more than " + std::to_string(kMaxUnackedRevokes) + " REVOKEs without taking their acknowledgements";

@@ -16,8 +16,8 @@
 
 namespace hixl::tcp {
 
-Listener::Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx)
-    : fd_(fd), home_(home), workers_(workers), ctx_(ctx) {}
+Listener::Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, PeerHandler *handler)
+    : fd_(fd), home_(home), workers_(workers), handler_(handler) {}
 
 Listener::~Listener() {
   CloseKeptFd(fd_);
@@ -54,7 +54,7 @@ void Listener::OnEvents(uint32_t) {
     // closed stream's whole memory (its 16 KiB receive buffer among it) until
     // they are pruned, so each new stream got memory never touched before and
     // paid its page faults: a Connect took 0.6 ms instead of 0.33.
-    std::shared_ptr<TargetStream> stream(new TargetStream(fd, w, ctx_, peer));
+    std::shared_ptr<TargetStream> stream(new TargetStream(fd, w, handler_, peer));
     std::string source = peer.substr(0, peer.rfind(':'));
     pending_.push_back({stream, source});
     accepted_.push_back({stream, std::move(source)});

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/io_worker.h"
-#include "transport/tcp/target_context.h"
+#include "control/peer_handler.h"
 
 namespace hixl::tcp {
 
@@ -32,7 +32,7 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   static constexpr std::chrono::milliseconds kEvictPause{10};
 
   // `home`: the worker the listener itself is added to.
-  Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, TargetContext *ctx);
+  Listener(int fd, IoWorker *home, const std::vector<std::unique_ptr<IoWorker>> *workers, PeerHandler *handler);
   ~Listener() override;
   int fd() const override { return fd_; }
   void OnEvents(uint32_t events) override;
@@ -55,7 +55,7 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
   int fd_;
   IoWorker *home_;
   const std::vector<std::unique_ptr<IoWorker>> *workers_;
-  TargetContext *ctx_;
+  PeerHandler *handler_;
   struct Tracked {
     std::weak_ptr<TargetStream> stream;
     std::string source;  // the peer's address, without the port

@@ -12,7 +12,7 @@
 
 #include "common/fork_fds.h"
 #include "common/log.h"
-#include "memory/page_access.h"
+#include "memory/host/page_access.h"
 
 namespace hixl::tcp {
 namespace {
@@ -23,7 +23,6 @@ namespace {
 // cannot pin or allocate memory without bound.
 constexpr size_t kMaxQueuedReplies = 64;
 constexpr size_t kMaxQueuedReplyBytes = 16u << 20;
-constexpr uint32_t kMaxHelloBody = 4096;
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -34,7 +33,9 @@ std::string Hex(uint64_t v) {
 // Largest body each request type may carry.
 uint32_t MaxBody(wire::MsgType t) {
   switch (t) {
-    case wire::MsgType::kHello: return kMaxHelloBody;
+    case wire::MsgType::kHello: return wire::kMaxHelloBody;
+    case wire::MsgType::kRegionsReq:
+    case wire::MsgType::kUsing: return 64;  // a few fields, and room for more (protocol.md)
     case wire::MsgType::kWriteReq:
     case wire::MsgType::kReadReq: return static_cast<uint32_t>(wire::SegmentsBodySize(wire::kMaxSegmentsPerFrame));
     case wire::MsgType::kNotifyReq: return static_cast<uint32_t>(8 + 2 * wire::kMaxNotifyField);
@@ -44,8 +45,8 @@ uint32_t MaxBody(wire::MsgType t) {
 
 }  // namespace
 
-TargetStream::TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer)
-    : fd_(fd), worker_(worker), ctx_(ctx), peer_(std::move(peer)), who_(peer_) {
+TargetStream::TargetStream(int fd, IoWorker *worker, PeerHandler *handler, std::string peer)
+    : fd_(fd), worker_(worker), handler_(handler), peer_(std::move(peer)), who_(peer_) {
   created_ = last_progress_ = last_rx_ = last_tx_ = std::chrono::steady_clock::now();
   NoteActive();
   interest_ = EPOLLIN;
@@ -200,9 +201,9 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   CloseKeptFd(fd_);
   fd_ = -1;
   // A closed peer cannot hold a stale region any more: its revocations are done.
-  for (uint64_t id : revokes_) ctx_->OnRevokeAck(id, this);
+  for (uint64_t id : revokes_) handler_->OnRevokeAck(id, this);
   revokes_.clear();
-  if (control_) ctx_->OnControlStreamClosed(this);
+  if (control_) handler_->OnControlClosed(this);
 }
 
 void TargetStream::NoteActive() {
@@ -255,7 +256,7 @@ void TargetStream::QueueReply(wire::MsgType type, uint32_t status, std::vector<u
 
 void TargetStream::PushRevoke(uint64_t id, const wire::RegionInfo &region) {
   if (fd_ < 0) {
-    ctx_->OnRevokeAck(id, this);
+    handler_->OnRevokeAck(id, this);
     return;
   }
   if (draining_) {  // cannot be sent: confirmed when the peer's end closes
@@ -430,19 +431,15 @@ bool TargetStream::OnHeader() {
     CloseStream("peer said goodbye", false);
     return false;
   }
-  if (cur_.type == wire::MsgType::kNoDirect) {
-    if (!control_) {  // (a body was refused above)
-      HangUp("protocol error: NO_DIRECT on a stream other than a link's first", true);
+  if (cur_.type == wire::MsgType::kUsing) {
+    if (!control_) {
+      HangUp("protocol error: USING on a stream other than a link's first", true);
       return false;
     }
-    if (direct_) {
-      // It chose tcp: nothing of it lands but through our sockets, so its
-      // stream closes for good when we end it, and later revocations need
-      // not wait for it as for a direct peer (those pending still get its
-      // acknowledgement).
-      direct_ = false;
-      ctx_->OnNoDirect(this);
-      HIXL_LOGI("serving %s: it uses tcp, not direct copies", who_.c_str());
+    if (cur_.body_len > 0) {
+      reader_.ExpectBody(cur_.body_len);
+    } else {
+      return OnRequest();  // (malformed: refused there)
     }
     return true;
   }
@@ -453,7 +450,7 @@ bool TargetStream::OnHeader() {
       return false;
     }
     revokes_.erase(it);
-    ctx_->OnRevokeAck(cur_.req_id, this);
+    handler_->OnRevokeAck(cur_.req_id, this);
     return true;
   }
   if (cur_.body_len == 0) return OnRequest();
@@ -519,13 +516,31 @@ bool TargetStream::OnRequest() {
         HangUp("protocol error: malformed NOTIFY", true);
         return false;
       }
-      QueueReply(wire::MsgType::kNotifyAck, ctx_->OnNotify(link_key_, peer_, std::move(n)));
+      QueueReply(wire::MsgType::kNotifyAck, handler_->OnNotify(link_key_, peer_, std::move(n)));
       return true;
     }
     case wire::MsgType::kRegionsReq: {
+      uint32_t first = 0;
+      if (!wire::DecodeRegionsReq(req.data(), req.size(), &first)) {
+        HangUp("protocol error: malformed REGIONS_REQ", true);
+        return false;
+      }
       std::vector<uint8_t> body;
-      wire::EncodeRegions(ctx_->ExportRegions(), &body);
+      wire::EncodeRegionPage(handler_->Regions()->Page(first), &body);
       QueueReply(wire::MsgType::kRegionsResp, SUCCESS, std::move(body));
+      return true;
+    }
+    case wire::MsgType::kUsing: {
+      uint16_t transport = 0;
+      if (!wire::DecodeUsing(req.data(), req.size(), &transport)) {
+        HangUp("protocol error: malformed USING", true);
+        return false;
+      }
+      // A peer that reaches our memory only through our sockets has its
+      // stream closed for good when we end it, and later revocations need
+      // not wait for it as for one that copies itself (those pending still
+      // get its acknowledgement).
+      direct_ = handler_->OnUsing(this, who_, transport) && direct_;
       return true;
     }
     case wire::MsgType::kPing:
@@ -545,20 +560,14 @@ bool TargetStream::OnHello() {
     ack.reason = "malformed HELLO";
   } else {
     who_ = hello.initiator + " (" + peer_ + ")";
+    // Stream 0 is the link's control stream: counted among the peers to
+    // revoke from before it gets the region table (a DeregisterMem from now
+    // on reaches it: its REVOKE is posted to this thread, so it follows the
+    // HELLO_ACK; one before left the region out of the table).
+    control_ = hello.stream_index == 0;
     bool direct = false;
-    if (hello.stream_index == 0) {
-      // Counted among the peers to revoke from before it gets the region
-      // table: a DeregisterMem from now on reaches it (its REVOKE is posted
-      // to this thread, so it follows the HELLO_ACK), and one before left
-      // the region out of the table.
-      control_ = true;
-      direct = ctx_->OnControlStream(shared_from_this(), hello);
-      direct_ = direct;
-    }
-    s = ctx_->OnHello(hello, &ack);
-    // Only stream 0's answer chooses the transport; a peer that may not
-    // copy directly is told no pid to copy into.
-    if (!direct) ack.host.pid = 0;
+    s = handler_->OnHello(hello, control_ ? shared_from_this() : nullptr, fd_, &ack, &direct);
+    direct_ = control_ && direct;
   }
   std::vector<uint8_t> body;
   wire::EncodeHelloAck(ack, &body);
@@ -580,7 +589,7 @@ bool TargetStream::OnHello() {
 
 bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins) {
   const bool is_write = cur_.type == wire::MsgType::kWriteReq;
-  auto table = ctx_->Regions();
+  auto table = handler_->Regions();
   iov->clear();
   iov->reserve(segs_.size());
   RegionTable::Ref hint = nullptr;

@@ -22,15 +22,15 @@
 #include "transport/tcp/frame_reader.h"
 #include "common/io_worker.h"
 #include "transport/tcp/iov.h"
-#include "transport/tcp/target_context.h"
+#include "control/peer_handler.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
 namespace hixl::tcp {
 
-class TargetStream : public Pollable, public std::enable_shared_from_this<TargetStream> {
+class TargetStream : public Pollable, public ControlPeer, public std::enable_shared_from_this<TargetStream> {
  public:
-  TargetStream(int fd, IoWorker *worker, TargetContext *ctx, std::string peer);
+  TargetStream(int fd, IoWorker *worker, PeerHandler *handler, std::string peer);
   ~TargetStream() override;
 
   int fd() const override { return fd_; }
@@ -38,14 +38,11 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   void OnTick(std::chrono::steady_clock::time_point now) override;
   void OnShutdown() override;
 
-  // Worker thread only: asks the peer to forget `region`; the peer answers
-  // REVOKE_ACK with `id` (ctx->OnRevokeAck). If the stream is or becomes
-  // closed first, OnRevokeAck(id, this) is called anyway.
-  void PushRevoke(uint64_t id, const wire::RegionInfo &region);
-  // Worker thread only: hangs up (see HangUp) if revocation `id` is still
-  // unacknowledged.
-  void HangUpIfRevokePending(uint64_t id);
-  IoWorker *worker() const { return worker_; }
+  // ControlPeer (worker thread only): REVOKE, answered by REVOKE_ACK; a
+  // hang-up (see HangUp) if one is still unanswered.
+  void PushRevoke(uint64_t id, const wire::RegionInfo &region) override;
+  void HangUpIfRevokePending(uint64_t id) override;
+  IoWorker *worker() const override { return worker_; }
   // Any thread: open and no HELLO accepted yet.
   bool awaiting_hello() const { return awaiting_hello_.load(std::memory_order_relaxed); }
   // Worker thread only: closes the stream if it has not completed its
@@ -130,7 +127,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
 
   int fd_;
   IoWorker *worker_;
-  TargetContext *ctx_;
+  PeerHandler *handler_;
   const std::string peer_;
   std::string who_;  // peer_ plus the engine name once known, for logs
   uint64_t link_key_ = 0;
@@ -140,7 +137,7 @@ class TargetStream : public Pollable, public std::enable_shared_from_this<Target
   std::atomic<bool> evictable_{true};       // see evictable(); set by UpdateInterest
   std::atomic<int64_t> last_active_ms_{0};  // see last_active_ms()
   bool control_ = false;                 // stream 0 of its link, known to the engine
-  bool direct_ = false;                  // its peer copies into our memory itself (shm)
+  bool direct_ = false;                  // its peer reaches our memory without our checks (shm)
   bool draining_ = false;                // hung up on: waiting for the peer's end to close
   std::vector<uint64_t> revokes_;        // REVOKEs sent and not yet acknowledged
   bool close_after_flush_ = false;

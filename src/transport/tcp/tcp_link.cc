@@ -66,9 +66,10 @@ Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::Hell
 }  // namespace
 
 Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr<IoWorker>> &workers,
-                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack) {
+                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack, std::string *why) {
   std::unique_ptr<TcpLink> link(new TcpLink());
   link->remote_name_ = params.remote.ToString();
+  link->nonce_ = params.link_nonce != 0 ? params.link_nonce : RandomNonce();
   std::vector<int> fds;
   auto close_all = [&fds] {
     for (int fd : fds) CloseKeptFd(fd);
@@ -76,46 +77,45 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   wire::Hello hello;
   hello.initiator = params.local_name;
   hello.target = link->remote_name_;
-  hello.link_nonce = RandomNonce();
+  hello.link_nonce = link->nonce_;
   hello.host = params.host;
   hello.heartbeat_ms = params.heartbeat_ms;
-  uint32_t streams = 1;  // known after the first handshake
-  for (uint32_t i = 0; i < streams; ++i) {
-    std::string why;
+  hello.stream_count = params.stream_total;
+  for (uint16_t i = 0; i < params.count; ++i) {
     int fd = -1;
-    Status s = DialTcp(params.remote, deadline, &fd, &why, params.cancel);
+    Status s = DialTcp(params.remote, deadline, &fd, why, params.cancel);
     if (s == SUCCESS) {
       fds.push_back(fd);
-      hello.stream_index = static_cast<uint16_t>(i);
-      hello.stream_count = static_cast<uint16_t>(i == 0 ? 1 : streams);
+      hello.stream_index = static_cast<uint16_t>(params.first_index + i);
+      hello.offers = i == 0 ? params.offers : wire::Sections();
       wire::HelloAck a;
-      s = Handshake(fd, hello, deadline, &a, &why, params.cancel);
+      s = Handshake(fd, hello, deadline, &a, why, params.cancel);
       if (s == SUCCESS && i == 0) {
         *ack = std::move(a);
-        streams = params.streams_after_hello ? params.streams_after_hello(*ack, fd) : 1;
-        if (streams == 0) {
+        if (params.after_hello && !params.after_hello(*ack, fd)) {
+          *why = "given up after the handshake";
           close_all();
           return FAILED;
         }
       }
     }
     if (s != SUCCESS) {
-      HIXL_LOGE("Connect %s: stream %u: %s", link->remote_name_.c_str(), i + 1, why.c_str());
+      *why = "stream " + std::to_string(params.first_index + i) + ": " + *why;
       close_all();
       return s;
     }
   }
-  if (params.regions != nullptr) params.regions->Replace(ack->regions);
   std::weak_ptr<WriteFence> fence = link->fence_;
   auto lifted = [fence] {
     if (auto f = fence.lock()) f->Lifted();
   };
   std::vector<std::weak_ptr<InitiatorStream>> weak;
-  for (uint32_t i = 0; i < streams; ++i) {
+  for (uint16_t i = 0; i < params.count; ++i) {
     IoWorker *w = PickWorker(workers);
-    auto s = std::make_shared<InitiatorStream>(fds[i], w,
-                                               "link to " + link->remote_name_ + " stream " + std::to_string(i),
-                                               i == 0 ? params.on_push : nullptr, params.before_close, lifted);
+    const unsigned index = params.first_index + i;
+    auto s = std::make_shared<InitiatorStream>(
+        fds[i], w, "link to " + link->remote_name_ + (index == 0 ? " control" : " stream " + std::to_string(index)),
+        i == 0 ? params.on_push : nullptr, params.before_close, lifted);
     w->Add(s, EPOLLIN);
     link->caches_.push_back(&s->buffers());
     weak.push_back(s);

@@ -1,6 +1,8 @@
-// tcp_link.h: the initiator's side of a link over TCP: a few streams to one
-// remote engine. Batches are cut into frames and spread over the streams;
-// control messages (notifies, region queries) go in order on stream 0.
+// tcp_link.h: TCP streams to one remote engine, on the side that dials. A
+// link's control connection is one (control/control_link.h); the tcp
+// transport's data path is another, of tcp.streams_per_link streams (see
+// tcp_transport.h). Batches are cut into frames and spread over the streams;
+// control requests go in order on the first stream.
 #pragma once
 
 #include <atomic>
@@ -25,22 +27,26 @@ namespace hixl::tcp {
 struct LinkParams {
   std::string local_name;   // our engine's name, for the peer's logs
   EngineAddress remote;
+  uint64_t link_nonce = 0;   // the link's id in every HELLO; 0: a fresh one
+  // The streams to dial: HELLO stream indexes first_index.. (0 is a link's
+  // control stream), `count` of them, of `stream_total` in the link.
+  uint16_t first_index = 0;
+  uint16_t count = 1;
+  uint16_t stream_total = 1;
   uint32_t heartbeat_ms = 0;  // told to the target, which drops links silent for 3x this
   wire::HostIdentity host;
-  // Filled from the target's answer before any frame from it is read
-  // (so a REVOKE cannot arrive before the table it revokes from).
-  RemoteRegions *regions = nullptr;
-  // Frames the target pushes (REVOKE), on stream 0.
+  wire::Sections offers;      // the transports' parts of HELLO, on the first stream
+  // Called after the first stream's handshake, with the target's answer and
+  // the socket, before any frame from the target is read (so a REVOKE cannot
+  // arrive before the table it revokes from): false gives up (it logged why).
+  std::function<bool(const wire::HelloAck &, int fd)> after_hello;
+  // Frames the target pushes (REVOKE), on the first stream.
   InitiatorStream::PushHandler on_push;
-  // Called after stream 0's handshake, with its socket: how many streams
-  // the link gets in all (at least 1), or 0 to give up (the callback logged
-  // why).
-  std::function<uint32_t(const wire::HelloAck &, int fd)> streams_after_hello;
-  // Run by each stream as it closes, before its socket is: the engine waits
-  // there for shm copies in flight (a copy checks the link under a Hold of
-  // `regions`), so that when the target sees the stream end, no copy into
-  // its memory is running or can start (it takes that end as the link's
-  // last word on revocations).
+  // Run by each stream as it closes, before its socket is (see
+  // InitiatorStream): the engine waits there for direct copies in flight, so
+  // that when the target sees the control stream end, no copy into its
+  // memory is running or can start (it takes that end as the link's last
+  // word on revocations).
   std::function<void()> before_close;
   // Dialing and the handshakes give up soon after this turns true.
   const std::atomic<bool> *cancel = nullptr;
@@ -48,10 +54,11 @@ struct LinkParams {
 
 class TcpLink : public Channel {
  public:
-  // Dials every stream and runs the handshake before `deadline`. SUCCESS,
-  // TIMEOUT, or FAILED with the reason logged. `ack` is the target's answer.
+  // Dials every stream and runs the handshakes before `deadline`. SUCCESS,
+  // TIMEOUT, or FAILED with the reason in *why. `ack` gets the answer to the
+  // first stream's HELLO.
   static Status Open(const LinkParams &params, const std::vector<std::unique_ptr<IoWorker>> &workers,
-                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack);
+                     Deadline deadline, std::unique_ptr<TcpLink> *out, wire::HelloAck *ack, std::string *why);
   ~TcpLink() override;
 
   const char *name() const override { return "tcp"; }
@@ -59,27 +66,32 @@ class TcpLink : public Channel {
   // `done`; frames that cannot be queued (a closed stream) fail at once.
   void Submit(bool is_write, const Piece *pieces, size_t n, const std::shared_ptr<Completion> &done,
               Deadline deadline, bool caller_waits) override;
-  // Queues one control request on stream 0 (one part of its completion).
+  // Queues one control request on the first stream (one part of its
+  // completion).
   void SubmitControl(std::unique_ptr<Request> req);
   // After it returns, nothing of `done`'s requests touches user memory.
   void Cancel(const Completion *done) override;
   void Progress() override;
-  void Close(const char *why);
+  void Close(const char *why) override;
   // True once any stream has closed: the link can no longer carry batches.
-  bool broken() const;
+  bool broken() const override;
   // True when no stream has a caller's request outstanding (a heartbeat
   // PING awaiting its PONG is not one: the pool may close the link).
-  bool idle() const;
+  bool idle() const override;
   // Heartbeat, called every so often: sends a PING on streams that have
   // been quiet for `interval_ms`; returns false when a stream with requests
   // outstanding has received nothing for twice that (the peer is gone).
-  bool CheckAlive(int64_t interval_ms);
+  bool CheckAlive(int64_t interval_ms) override;
+  uint64_t link_nonce() const { return nonce_; }
+  // The first stream's socket (-1 once closed).
+  int first_fd() const { return streams_[0]->fd(); }
 
  private:
   TcpLink() = default;
   void SubmitOrFail(InitiatorStream *s, std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false);
 
   std::string remote_name_;
+  uint64_t nonce_ = 0;
   std::vector<std::shared_ptr<InitiatorStream>> streams_;
   std::vector<BufferCache *> caches_;  // streams_[i]->buffers(), for PlanFrames
   std::atomic<size_t> rotate_{0};

@@ -1,4 +1,4 @@
-#include "memory/page_access.h"
+#include "memory/host/page_access.h"
 
 #include <fcntl.h>
 #include <sys/uio.h>

@@ -12,12 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace hixl {
+#include "memory/memory_kind.h"
 
-enum PageAccess : unsigned {
-  kPageRead = 1,
-  kPageWrite = 2,
-};
+namespace hixl {
 
 // The access of each part of one range of memory, from one read of
 // /proc/self/maps.
@@ -45,11 +42,6 @@ class AccessMap {
 
 // AccessMap::Of(addr, len).whole().
 unsigned RangeAccess(uintptr_t addr, size_t len);
-
-struct MemRange {
-  uintptr_t addr;
-  size_t len;
-};
 
 // The index of the first of ranges[0..n) of which this process may not do
 // `need` (PageAccess bits) with every byte; n if it may with all. For memory

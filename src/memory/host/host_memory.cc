@@ -1,0 +1,65 @@
+// host_memory.cc: host memory as a MemoryKind. Its access is what
+// /proc/self/maps says (page_access.h): a read-only file mapping may be
+// registered to serve READs, and a WRITE into it is refused, not a fault.
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "common/deadline.h"
+#include "memory/host/page_access.h"
+#include "memory/memory_kind.h"
+#include "memory/registry.h"
+
+namespace hixl {
+namespace {
+
+class HostKind final : public MemoryKind {
+ public:
+  const char *name() const override { return "host"; }
+  MemType api_type() const override { return MEM_HOST; }
+  wire::MemKind wire_kind() const override { return wire::MemKind::kHost; }
+
+  // Any range: registering must not touch or pin its pages (1 TiB of
+  // unpopulated memory registers at once); what may be done with it is
+  // looked up at its first use.
+  Status CheckRegistration(uintptr_t, size_t, std::string *) const override { return SUCCESS; }
+
+  bool AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need) const override {
+    std::lock_guard<std::mutex> lock(r.map_mu);
+    if (r.map != nullptr && (r.map->Access(addr, len) & need) == need) return true;
+    const int64_t now = SteadyMillis();
+    // Refused by a map read a moment ago: refused. Read longer ago (or
+    // never): read it again, the memory may have been made accessible since.
+    if (r.map != nullptr && now - r.map_read_ms < Registry::kMapRereadMs) return false;
+    r.map = std::make_shared<const AccessMap>(AccessMap::Of(r.addr, r.len));
+    r.map_read_ms = now;
+    r.access.store(r.map->whole() | Region::kAccessKnown, std::memory_order_relaxed);
+    return (r.map->Access(addr, len) & need) == need;
+  }
+
+  size_t FirstInaccessible(const MemRange *ranges, size_t n, unsigned need) const override {
+    return hixl::FirstInaccessible(ranges, n, need);
+  }
+
+  void CopyFromHost(void *dst, const void *host_src, size_t n) const override { std::memcpy(dst, host_src, n); }
+  void CopyToHost(void *host_dst, const void *src, size_t n) const override { std::memcpy(host_dst, src, n); }
+};
+
+}  // namespace
+
+const MemoryKind &HostMemory() {
+  static const HostKind host;
+  return host;
+}
+
+const MemoryKind *MemoryKindOf(MemType type, std::string *why) {
+  if (type == MEM_HOST) return &HostMemory();
+  if (type == MEM_DEVICE) {
+    *why = "MEM_DEVICE needs an accelerator runtime this build lacks";
+  } else {
+    *why = "unknown memory type " + std::to_string(static_cast<int>(type));
+  }
+  return nullptr;
+}
+
+}  // namespace hixl
