@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hixl/hixl.h"
+#include "support/loopback_transport/loopback_transport.h"
 #include "support/pattern.h"
 #include "support/peer_process.h"
 
@@ -85,7 +86,7 @@ inline bool ServeOnFreePort(hixl::Hixl &target, std::string *me,
 // its data on TCP streams or on shm (direct copies: the peer is on this host).
 struct Net {
   bool v6;
-  const char *transport;  // "tcp" or "shm"
+  const char *transport;  // "tcp", "shm", or the test-only "loopback"
 };
 
 inline void PrintTo(const Net &n, std::ostream *os) { *os << (n.v6 ? "IPv6/" : "IPv4/") << n.transport; }
@@ -144,6 +145,7 @@ class PeerTest : public ::testing::TestWithParam<Net> {
   }
 
   void StartAll(const std::string &peer_config, const std::map<hixl::AscendString, hixl::AscendString> &opts = {}) {
+    if (std::string(GetParam().transport) == "loopback") RegisterLoopbackTransport();
     ASSERT_TRUE(peer_.Start(GetParam().v6, peer_config));
     remote_ = peer_.name();
     ASSERT_EQ(engine_.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithTransport(opts, GetParam().transport)),
@@ -152,7 +154,15 @@ class PeerTest : public ::testing::TestWithParam<Net> {
 
   hixl::MemHandle RegisterLocal(const LocalBuffer &b) { return RegisterWith(engine_, b); }
 
-  hixl::Status Connect(int timeout_ms = 3000) { return engine_.Connect(remote_.c_str(), timeout_ms); }
+  // Connects, and checks that the link uses the transport under test.
+  hixl::Status Connect(int timeout_ms = 3000) {
+    hixl::Status s = engine_.Connect(remote_.c_str(), timeout_ms);
+    hixl::AscendString transport;
+    if (s == hixl::SUCCESS && engine_.GetLinkTransport(remote_.c_str(), transport) == hixl::SUCCESS) {
+      EXPECT_STREQ(transport.GetString(), GetParam().transport) << "the link chose another transport";
+    }
+    return s;
+  }
 
   hixl::Status Transfer(hixl::TransferOp op, const std::vector<hixl::TransferOpDesc> &descs, int timeout_ms = 30000) {
     return engine_.TransferSync(remote_.c_str(), op, descs, timeout_ms);

@@ -369,6 +369,9 @@ TEST_P(TransferTest, AForkedChildNeitherUsesNorShutsDownItsParentsEngine) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
+// The test-only loopback transport (tests/support/loopback_transport): a
+// transport added by one folder and one registry line passes the suite.
+INSTANTIATE_TEST_SUITE_P(TestTransport, TransferTest, ::testing::Values(Net{false, "loopback"}), NetName);
 
 }  // namespace
 }  // namespace hixl_test
