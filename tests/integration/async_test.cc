@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "integration/fixture.h"
+#include "integration/tcp_probe.h"
 #include "integration/net_util.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
@@ -463,8 +464,11 @@ TEST_P(AsyncTest, PeerKilledWithTransfersInFlight) {
   // About 1 GiB in all: hundreds of ms even over shm, so the kill lands
   // in the middle.
   constexpr int kN = 1000;
+  const uint64_t before = BytesDeliveredTo(PortOf(remote_));
   for (int i = 0; i < kN; ++i) reqs.push_back(Post(i % 2 ? hixl::READ : hixl::WRITE, (i % 16) << 20, (i % 16) << 20, 1u << 20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Under way: over tcp bytes have left; over shm the first copies ran.
+  const bool tcp = GetParam().transport == std::string("tcp");
+  ASSERT_TRUE(WaitUntil([&] { return !tcp || BytesDeliveredTo(PortOf(remote_)) > before; }, 2.0));
   peer_.Kill(SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
   int completed = 0, failed = 0;
@@ -593,7 +597,8 @@ TEST(ConnectPool, QueueOverflowIsRESOURCE_EXHAUSTED) {
                                                      "\"connect_pool.task_queue_capacity\": 2}")),
             hixl::SUCCESS);
   ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // runs
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(WaitConnect(e, silent.name(), hixl::AsyncConnectStatus::CONNECTING, 2),
+            hixl::AsyncConnectStatus::CONNECTING);  // the one pool thread is in it
   ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // waits
   ASSERT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::SUCCESS);  // waits
   EXPECT_EQ(e.ConnectAsync(silent.name().c_str(), 600), hixl::RESOURCE_EXHAUSTED);
@@ -652,7 +657,8 @@ TEST(ConnectPool, DifferentRemotesRunConcurrentlyOneRemoteInOrder) {
   ASSERT_EQ(e.ConnectAsync(a.name().c_str(), 800), hixl::SUCCESS);
   ASSERT_EQ(e.ConnectAsync(b.name().c_str(), 800), hixl::SUCCESS);
   ASSERT_EQ(e.DisconnectAsync(a.name().c_str(), 800), hixl::SUCCESS);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // b's connect runs on the second pool thread (a's on the first).
+  ASSERT_EQ(WaitConnect(e, b.name(), hixl::AsyncConnectStatus::CONNECTING, 2), hixl::AsyncConnectStatus::CONNECTING);
   hixl::AsyncConnectStatus sa, sb;
   e.GetAsyncConnectStatus(a.name().c_str(), sa);
   e.GetAsyncConnectStatus(b.name().c_str(), sb);
@@ -877,7 +883,8 @@ TEST(ConnectPoolFinalize, FinalizeDoesNotWaitOutAConnectInProgress) {
   ASSERT_EQ(e.Initialize("127.0.0.1", {}), hixl::SUCCESS);
   ASSERT_EQ(e.ConnectAsync(silent.c_str(), 8000), hixl::SUCCESS);
   EXPECT_EQ(WaitConnect(e, silent, hixl::AsyncConnectStatus::CONNECTING, 2), hixl::AsyncConnectStatus::CONNECTING);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well into the handshake wait
+  // Well into the handshake wait: its HELLO has reached the listener's kernel.
+  ASSERT_TRUE(WaitUntil([&] { return BytesDeliveredTo(PortOf(silent)) > 0; }, 2.0));
   auto t0 = std::chrono::steady_clock::now();
   e.Finalize();
   EXPECT_LT(SecondsSince(t0), 1.0);

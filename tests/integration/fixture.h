@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hixl/hixl.h"
@@ -68,6 +69,19 @@ class QuietStderr {
 
 inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Polls `cond` every millisecond until it holds or `seconds` pass; its last
+// answer. For waiting on an event a test can observe, never for ordering by
+// hoping that some time is enough.
+template <typename Cond>
+bool WaitUntil(Cond cond, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!cond()) {
+    if (SecondsSince(t0) >= seconds) return cond();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 // Initializes `target` as a server on a free 127.0.0.1 port, with
