@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/deadline.h"
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -63,28 +65,94 @@ const int g_log_init = [] {
   return pthread_atfork(nullptr, nullptr, [] { g_in_fork_child.store(true); });
 }();
 
+// The application's sink and its pointer, swapped whole (a line never
+// pairs one sink with another's pointer). Old pairs are kept: a line may
+// still be using one, and sinks are set a handful of times in a process.
+struct Sink {
+  LogSink fn;
+  void *user;
+};
+std::atomic<const Sink *> g_sink{nullptr};
+
+void Emit(LogLevel level, uint64_t suppressed, const char *file, int line, const char *fmt, va_list ap) {
+  static const char kTag[] = {'E', 'W', 'I', 'D'};
+  char msg[2048];
+  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  char tail[64] = "";
+  if (suppressed > 0) {
+    std::snprintf(tail, sizeof(tail), " [%llu similar line(s) left out before]",
+                  static_cast<unsigned long long>(suppressed));
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t day_s = ((static_cast<int64_t>(ts.tv_sec) + UtcOffset(ts.tv_sec)) % 86400 + 86400) % 86400;
+  char text[2400];
+  std::snprintf(text, sizeof(text), "[hixl %c %02d:%02d:%02d.%06ld %d:%ld %s:%d] %s%s", kTag[static_cast<int>(level)],
+                static_cast<int>(day_s / 3600), static_cast<int>(day_s / 60 % 60), static_cast<int>(day_s % 60),
+                ts.tv_nsec / 1000, static_cast<int>(getpid()), static_cast<long>(syscall(SYS_gettid)),
+                Basename(file), line, msg, tail);
+  const Sink *sink = g_sink.load(std::memory_order_acquire);
+  if (sink != nullptr && sink->fn != nullptr) {
+    sink->fn(level, text, sink->user);
+    return;
+  }
+  // One fprintf per line so that lines from several threads do not interleave.
+  std::fprintf(stderr, "%s\n", text);
+}
+
 }  // namespace
 
 bool LogEnabled(LogLevel level) { return level <= Level(); }
 
 void SetLogLevel(LogLevel level) { LevelVar().store(static_cast<int>(level)); }
 
+void SetLogSink(LogSink sink, void *user) {
+  g_sink.store(sink == nullptr ? nullptr : new Sink{sink, user}, std::memory_order_release);
+}
+
 void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...) {
-  static const char kTag[] = {'E', 'W', 'I', 'D'};
-  char msg[2048];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  Emit(level, 0, file, line, fmt, ap);
   va_end(ap);
+}
 
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  const int64_t day_s = ((static_cast<int64_t>(ts.tv_sec) + UtcOffset(ts.tv_sec)) % 86400 + 86400) % 86400;
-  // One fprintf per line so that lines from several threads do not interleave.
-  std::fprintf(stderr, "[hixl %c %02d:%02d:%02d.%06ld %d:%ld %s:%d] %s\n", kTag[static_cast<int>(level)],
-               static_cast<int>(day_s / 3600), static_cast<int>(day_s / 60 % 60), static_cast<int>(day_s % 60),
-               ts.tv_nsec / 1000, static_cast<int>(getpid()), static_cast<long>(syscall(SYS_gettid)), Basename(file),
-               line, msg);
+void LogPrintfLimited(LogLevel level, uint64_t suppressed, const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Emit(level, suppressed, file, line, fmt, ap);
+  va_end(ap);
+}
+
+bool LogLimiter::Allow(uint64_t *suppressed) {
+  const int64_t now = SteadyMillis();
+  int64_t start = window_ms_.load(std::memory_order_relaxed);
+  if (now - start >= 1000 && window_ms_.compare_exchange_strong(start, now, std::memory_order_relaxed)) {
+    used_.store(0, std::memory_order_relaxed);
+  }
+  if (used_.fetch_add(1, std::memory_order_relaxed) >= kLogBurst) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  *suppressed = dropped_.exchange(0, std::memory_order_relaxed);
+  return true;
+}
+
+std::string StatusText(Status s) {
+  const char *name = "unknown status";
+  switch (s) {
+    case SUCCESS: name = "SUCCESS"; break;
+    case PARAM_INVALID: name = "PARAM_INVALID"; break;
+    case TIMEOUT: name = "TIMEOUT"; break;
+    case NOT_CONNECTED: name = "NOT_CONNECTED"; break;
+    case ALREADY_CONNECTED: name = "ALREADY_CONNECTED"; break;
+    case NOTIFY_FAILED: name = "NOTIFY_FAILED"; break;
+    case UNSUPPORTED: name = "UNSUPPORTED"; break;
+    case RESOURCE_EXHAUSTED: name = "RESOURCE_EXHAUSTED"; break;
+    case FAILED: name = "FAILED"; break;
+    default: break;
+  }
+  return std::string(name) + " (" + std::to_string(s) + ")";
 }
 
 std::string LogSafe(const std::string &s, size_t max) {

@@ -45,8 +45,15 @@ void AsyncTransfers::Release(AsyncTransfer &t) {
   if (s != SUCCESS) {
     t.link->data().Cancel(t.done.get());
     if (t.relay) t.relay->Cancel();
-    HIXL_LOGE("TransferAsync request %llu to %s ended with status %u", static_cast<unsigned long long>(t.id),
-              t.link->name.c_str(), s);
+    // A timeout is this layer's finding; other causes were logged where
+    // they happened (a stream closed, a copy failed).
+    if (s == TIMEOUT) {
+      HIXL_LOGE("TransferAsync request %llu to %s: %s after %u ms", static_cast<unsigned long long>(t.id),
+                t.link->name.c_str(), StatusText(s).c_str(), t.timeout_ms);
+    } else {
+      HIXL_LOGI("TransferAsync request %llu to %s: %s", static_cast<unsigned long long>(t.id), t.link->name.c_str(),
+                StatusText(s).c_str());
+    }
   }
   t.hold.Release();
   t.relay.reset();

@@ -28,6 +28,7 @@ struct AsyncTransfer {
   uint64_t id = 0;
   const void *user_data = nullptr;
   Deadline deadline = Deadline::Never();
+  uint32_t timeout_ms = 0;  // what `deadline` was made from, for the log
   LinkRef link;
   // The same link, for polls to lend their thread (Channel::Progress); it
   // never keeps the link in use, and `link` is reset when the request ends.

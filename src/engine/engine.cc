@@ -279,8 +279,8 @@ Status Engine::PrepareRegion(Region &region) {
   for (size_t i = 0; i < transports_.size(); ++i) {
     Status s = transports_[i]->OnRegister(region);
     if (s != SUCCESS) {
-      HIXL_LOGE("RegisterMem 0x%" PRIxPTR "+%zu: transport %s refused it (status %u)", region.addr, region.len,
-                transports_[i]->name(), s);
+      HIXL_LOGE("RegisterMem 0x%" PRIxPTR "+%zu: transport %s refused it: %s", region.addr, region.len,
+                transports_[i]->name(), StatusText(s).c_str());
       while (i-- > 0) transports_[i]->OnDeregister(region);
       return s;
     }
@@ -308,7 +308,13 @@ Status Engine::SendNotify(const std::string &remote, const NotifyDesc &notify, i
   auto done = std::make_shared<Completion>();
   link->control->Notify(n, done);
   s = Finish(link->control->channel(), done, deadline);
-  if (s != SUCCESS) HIXL_LOGE("SendNotify %s: name '%s' failed with status %u", key.c_str(), n.name.c_str(), s);
+  // NOTIFY_FAILED is the target's answer (its inbox is full); TIMEOUT is
+  // ours; the cause of anything else was logged where it happened.
+  if (s == NOTIFY_FAILED || s == TIMEOUT) {
+    HIXL_LOGE("SendNotify %s: name '%s': %s", key.c_str(), LogSafe(n.name).c_str(), StatusText(s).c_str());
+  } else if (s != SUCCESS) {
+    HIXL_LOGI("SendNotify %s: name '%s': %s", key.c_str(), LogSafe(n.name).c_str(), StatusText(s).c_str());
+  }
   return s;
 }
 

@@ -233,10 +233,7 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
     HIXL_LOGI("%s %s: connecting first", call, key.c_str());
     LinkRef fresh;
     Status s = OpenLink(key, addr, deadline, &fresh);
-    if (s != SUCCESS && s != ALREADY_CONNECTED) {
-      HIXL_LOGE("%s %s: connecting failed with status %u", call, key.c_str(), s);
-      return s;
-    }
+    if (s != SUCCESS && s != ALREADY_CONNECTED) return s;  // (OpenLink logged why)
     if (fresh && !fresh->broken()) {
       *out = std::move(fresh);
       return SUCCESS;

@@ -159,7 +159,8 @@ Status Engine::TransferSync(const std::string &remote, TransferOp op, const std:
               "(deregistered after our copy of its table); nothing of the batch moved",
               OpName(op), key.c_str());
   } else if (s != SUCCESS) {
-    HIXL_LOGE("TransferSync %s %s: failed with status %u", OpName(op), key.c_str(), s);
+    // The cause (a stream closed, a copy failed) was logged where it happened.
+    HIXL_LOGI("TransferSync %s %s: %s", OpName(op), key.c_str(), StatusText(s).c_str());
   }
   return s;
 }
@@ -181,6 +182,7 @@ Status Engine::TransferAsync(const std::string &remote, TransferOp op, const std
   }
   const Clock::time_point now = Clock::now();
   t->deadline = Deadline::AfterMillis(opts_.async_timeout_ms, now);
+  t->timeout_ms = opts_.async_timeout_ms;
   // Connecting first (AutoConnect) and refreshing the remote region table
   // may block; HIXL's default 1 s bounds them.
   Deadline setup = Deadline::AfterMillis(1000, now).Earlier(t->deadline);

@@ -7,18 +7,18 @@ namespace hixl {
 Status NotifyInbox::Push(uint64_t link, const std::string &host, std::string name, std::string msg) {
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.size() >= kMaxUnread) {
-    HIXL_LOGW("notify '%s' refused: %zu notifies are unread", LogSafe(name).c_str(), entries_.size());
+    HIXL_LOGW_RL("notify '%s' refused: %zu notifies are unread", LogSafe(name).c_str(), entries_.size());
     return NOTIFY_FAILED;
   }
   size_t &n = unread_[link];
   if (n >= kMaxUnreadPerLink) {
-    HIXL_LOGW("notify '%s' refused: link %llx already has %zu unread notifies", LogSafe(name).c_str(),
+    HIXL_LOGW_RL("notify '%s' refused: link %llx already has %zu unread notifies", LogSafe(name).c_str(),
               static_cast<unsigned long long>(link), n);
     return NOTIFY_FAILED;
   }
   size_t &from_host = unread_by_host_[host];
   if (from_host >= kMaxUnreadPerHost) {
-    HIXL_LOGW("notify '%s' refused: %s already has %zu unread notifies", LogSafe(name).c_str(), LogSafe(host).c_str(),
+    HIXL_LOGW_RL("notify '%s' refused: %s already has %zu unread notifies", LogSafe(name).c_str(), LogSafe(host).c_str(),
               from_host);
     return NOTIFY_FAILED;
   }

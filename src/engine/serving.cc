@@ -67,7 +67,7 @@ bool Serving::OnUsing(ControlPeer *control, const std::string &who, uint16_t tra
     direct = it != direct_via_.end() &&
              std::find(it->second.begin(), it->second.end(), transport) != it->second.end();
   }
-  HIXL_LOGI("serving %s: its data goes over %s (transport %u)", who.c_str(), name, static_cast<unsigned>(transport));
+  HIXL_LOGI_RL("serving %s: its data goes over %s (transport %u)", who.c_str(), name, static_cast<unsigned>(transport));
   // Revocations it owes as a direct peer are still waited for; later ones
   // only as a peer's whose frames we check ourselves.
   if (!direct) revocation_.SetIndirect(control);

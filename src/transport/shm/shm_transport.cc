@@ -64,7 +64,7 @@ void ShmTransport::Answer(const PeerView &peer, TransportAnswer *answer) {
   if (pid == 0 || !SameKernel(peer.host)) return;
   std::string why;
   if (!PeerHoldsSocket(peer.control_fd, static_cast<pid_t>(pid), &why)) {
-    HIXL_LOGW("serving %s: it claims to be pid %u on this host, which could not be confirmed (%s); it gets no "
+    HIXL_LOGW_RL("serving %s: it claims to be pid %u on this host, which could not be confirmed (%s); it gets no "
               "direct copies",
               peer.name.c_str(), pid, why.c_str());
     return;

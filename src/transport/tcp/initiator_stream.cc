@@ -546,7 +546,7 @@ void InitiatorStream::CloseLocked(const std::string &why, FinishedList *fin) {
   if (q_.size() == own_) {  // nothing of a caller's fails
     HIXL_LOGI("%s: closing: %s", name_.c_str(), why.c_str());
   } else {
-    HIXL_LOGE("%s: closing with %zu request(s) in flight, which fail: %s", name_.c_str(), q_.size(), why.c_str());
+    HIXL_LOGE_RL("%s: closing with %zu request(s) in flight, which fail: %s", name_.c_str(), q_.size(), why.c_str());
   }
   for (auto &r : q_) fin->push_back(Finished{std::move(r), FAILED, {}});
   q_.clear();

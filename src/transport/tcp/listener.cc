@@ -36,11 +36,11 @@ void Listener::OnEvents(uint32_t) {
       std::string source;
       const size_t evicted = err == EMFILE || err == ENFILE ? EvictQuiet(kEvictBatch, &source) : 0;
       if (evicted > 0) {
-        HIXL_LOGW("accept failed: %s; closing %zu quiet stream(s) of %s, the address holding the most, to make room",
+        HIXL_LOGW_RL("accept failed: %s; closing %zu quiet stream(s) of %s, the address holding the most, to make room",
                   std::strerror(err), evicted, source.c_str());
         PauseFor(kEvictPause);
       } else {
-        HIXL_LOGE("accept failed: %s; not accepting for %lld ms", std::strerror(err),
+        HIXL_LOGE_RL("accept failed: %s; not accepting for %lld ms", std::strerror(err),
                   static_cast<long long>(kBackoff.count()));
         PauseFor(kBackoff);
       }

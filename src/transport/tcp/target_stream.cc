@@ -157,10 +157,10 @@ void TargetStream::HangUp(const std::string &why, bool error) {
     return;
   }
   if (error) {
-    HIXL_LOGE("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
+    HIXL_LOGE_RL("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
               who_.c_str(), why.c_str());
   } else {
-    HIXL_LOGI("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
+    HIXL_LOGI_RL("serving %s: hanging up: %s; waiting for the peer, which copies into our memory itself, to close its end",
               who_.c_str(), why.c_str());
   }
   draining_ = true;
@@ -190,9 +190,9 @@ void TargetStream::CloseStream(const std::string &why, bool error) {
   awaiting_hello_.store(false, std::memory_order_relaxed);
   evictable_.store(false, std::memory_order_relaxed);
   if (error) {
-    HIXL_LOGE("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
+    HIXL_LOGE_RL("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
   } else {
-    HIXL_LOGI("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
+    HIXL_LOGI_RL("serving %s: closing the stream: %s", who_.c_str(), why.c_str());
   }
   tx_.clear();
   tx_bytes_ = 0;
@@ -402,7 +402,7 @@ bool TargetStream::OnHeader() {
     wire::HelloAck ack;
     ack.reason = "protocol version " + std::to_string(cur_.version) + " is not supported; this engine speaks " +
                  std::to_string(wire::kVersion);
-    HIXL_LOGE("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
+    HIXL_LOGE_RL("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
     std::vector<uint8_t> body;
     wire::EncodeHelloAck(ack, &body);
     QueueReply(wire::MsgType::kHelloAck, FAILED, std::move(body));
@@ -573,7 +573,7 @@ bool TargetStream::OnHello() {
   wire::EncodeHelloAck(ack, &body);
   QueueReply(wire::MsgType::kHelloAck, s, std::move(body));
   if (s != SUCCESS) {
-    HIXL_LOGE("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
+    HIXL_LOGE_RL("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
     close_after_flush_ = true;
     Send();
     return false;
@@ -582,7 +582,7 @@ bool TargetStream::OnHello() {
   awaiting_hello_.store(false, std::memory_order_relaxed);
   link_key_ = hello.link_nonce;
   heartbeat_ms_ = hello.heartbeat_ms;
-  HIXL_LOGI("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,
+  HIXL_LOGI_RL("serving %s: stream %u/%u of link %s accepted", who_.c_str(), hello.stream_index + 1u,
             static_cast<unsigned>(hello.stream_count), Hex(hello.link_nonce).c_str());
   return true;
 }
@@ -597,7 +597,7 @@ bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins
     const wire::Segment &s = segs_[i];
     RegionTable::Ref r = table->Find(s.addr, s.len, hint);
     if (r == nullptr || (r != hint && !pins->Add(*r))) {
-      HIXL_LOGE("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is outside every registered region; "
+      HIXL_LOGE_RL("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is outside every registered region; "
                 "refusing the request",
                 who_.c_str(), op, i, segs_.size(), Hex(s.addr).c_str(), static_cast<unsigned long long>(s.len));
       pins->Release();
@@ -606,7 +606,7 @@ bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins
     }
     hint = r;
     if (!Registry::Allows(**r, s.addr, s.len, is_write ? kPageWrite : kPageRead)) {
-      HIXL_LOGE("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is in registered memory this process may not "
+      HIXL_LOGE_RL("serving %s: %s segment %zu of %zu (addr=%s len=%llu) is in registered memory this process may not "
                 "%s (see its protection); refusing the request",
                 who_.c_str(), op, i, segs_.size(), Hex(s.addr).c_str(), static_cast<unsigned long long>(s.len),
                 is_write ? "write" : "read");
