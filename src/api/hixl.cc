@@ -232,6 +232,11 @@ Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) {
   return e == nullptr ? FAILED : e->GetNotifies(notifies);
 }
 
+Status Hixl::GetRemoteMems(const AscendString &remote_engine, std::vector<MemDesc> &mems, int32_t timeout_in_millis) {
+  auto e = impl_->Get("GetRemoteMems");
+  return e == nullptr ? FAILED : e->GetRemoteMems(Str(remote_engine), mems, timeout_in_millis);
+}
+
 Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
   if (static_cast<int32_t>(feature_type) < 0) {
     HIXL_LOGE("GetCapability: feature type %d is negative", static_cast<int>(feature_type));

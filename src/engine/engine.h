@@ -67,6 +67,8 @@ class Engine : public tcp::TargetContext {
 
   Status SendNotify(const std::string &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
+  // The remote's region table, fetched again.
+  Status GetRemoteMems(const std::string &remote, std::vector<MemDesc> &mems, int32_t timeout_ms);
 
   const std::string &name() const { return name_; }
 

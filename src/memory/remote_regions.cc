@@ -56,6 +56,11 @@ void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
   MaxEndsLocked();  // (still sorted: every peer hears of every deregistration, so keep this linear)
 }
 
+std::vector<wire::RegionInfo> RemoteRegions::Snapshot() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return regions_;
+}
+
 void RemoteRegions::WaitForHolds() { std::unique_lock<std::shared_mutex> lock(mu_); }
 
 bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {

@@ -38,6 +38,8 @@ class RemoteRegions {
   void WaitForHolds();
   // Like Contains, and says which region contains the range.
   bool Find(uint64_t addr, uint64_t len, wire::RegionInfo *region) const;
+  // Every region, by address.
+  std::vector<wire::RegionInfo> Snapshot() const;
 
   // While alive, no Replace/Revoke can happen: ranges checked with
   // ContainsHeld stay valid.
