@@ -226,7 +226,9 @@ struct LayerPushResult {
   KvTransferReport report;
 };
 
-// A running layer-wise push. Destroying it waits for the task to end.
+// A running layer-wise push. Dropping it does not stop the task (as a Python
+// thread); LlmDataDist::Finalize waits for every task, so a synchronizer
+// must return (and the task stops after the layer it moves).
 class ASCEND_FUNC_VISIBILITY CacheTask {
  public:
   ~CacheTask();

@@ -33,7 +33,7 @@ std::vector<int32_t> LayersFrom(int32_t first, int32_t last) {
 
 void CacheTask::Impl::Start(std::function<void(Impl *)> body) {
   std::lock_guard<std::mutex> lock(join_mu_);
-  thread_ = std::thread([this, body] { body(this); });
+  thread_ = std::thread([self = shared_from_this(), body] { body(self.get()); });
 }
 
 void CacheTask::Impl::Join() {
@@ -90,7 +90,7 @@ std::vector<LayerPushResult> CacheTask::Impl::Results(int32_t timeout_ms) {
 }
 
 CacheTask::CacheTask(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-CacheTask::~CacheTask() { impl_->Join(); }
+CacheTask::~CacheTask() = default;
 Status CacheTask::Synchronize(int32_t timeout_in_millis) { return impl_->Synchronize(timeout_in_millis); }
 std::vector<LayerPushResult> CacheTask::GetResults(int32_t timeout_in_millis) {
   return impl_->Results(timeout_in_millis);

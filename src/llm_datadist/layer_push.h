@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -19,14 +20,16 @@
 
 namespace llm_datadist {
 
-class __attribute__((visibility("hidden"))) CacheTask::Impl {
+class __attribute__((visibility("hidden"))) CacheTask::Impl : public std::enable_shared_from_this<CacheTask::Impl> {
  public:
   explicit Impl(size_t destinations) : results_(destinations) {}
+  // The thread holds the last reference when nobody waited for it: then it
+  // is let go (detached) here, on itself.
   ~Impl() { Join(); }
   Impl(const Impl &) = delete;
   Impl &operator=(const Impl &) = delete;
 
-  // Runs body(this) on the task's thread.
+  // Runs body(this) on the task's thread, which keeps this object alive.
   void Start(std::function<void(Impl *)> body);
   // Asks the task to end after the layer it moves (Finalize).
   void Stop() { stop_.store(true); }
