@@ -1,5 +1,6 @@
 // kv_target.cc: hixl_kv_bench's other process: an LlmDataDist server with
-// one allocated cache (its tensors back to back), filled with a pattern.
+// one allocated cache (its tensors back to back, under blocks key model 0),
+// filled with a pattern.
 //
 // Prints "READY <cache_id> <base address>", then obeys lines on stdin:
 //   WAIT <tag>     -> "SEEN <CLOCK_MONOTONIC ns> <status>" once a ready notice
@@ -59,7 +60,10 @@ int RunTarget(const TargetArgs &a) {
     return 1;
   }
   llm_datadist::Cache cache;
-  if (dd.AllocateCache(CacheDescOf(a.geometry), cache) != llm_datadist::LLM_SUCCESS) {
+  // Under BlocksCacheKey(1, 0) too, for Python's pull_blocks (tools/py_bench/kv_pull.py).
+  llm_datadist::KvCacheKey key;
+  key.kind = llm_datadist::KvCacheKeyKind::kBlocksKey;
+  if (dd.AllocateCache(CacheDescOf(a.geometry), {key}, cache) != llm_datadist::LLM_SUCCESS) {
     std::printf("FAILED allocate\n");
     return 1;
   }
