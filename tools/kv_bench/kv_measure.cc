@@ -67,6 +67,10 @@ bool Session::Start(const Geometry &g, const std::string &transport, int timeout
     std::fprintf(stderr, "kv_bench: this side's LlmDataDist did not start\n");
     return false;
   }
+  // A serving cache is in use: its pages are there. (Untouched, a request's
+  // first writes would fault them in, which the contiguous transfer beside
+  // it, always at the start, would not pay.)
+  std::memset(reinterpret_cast<void *>(cache_.tensor_addrs[0]), 0, g.tensors * g.pool_blocks * g.block_bytes);
   ld::ClusterInfo info{};
   info.remote_cluster_id = kTargetCluster;
   ld::IpInfo ip{};

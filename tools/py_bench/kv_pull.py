@@ -11,6 +11,7 @@ LlmDataDist with one allocated cache. Defaults: Llama-3.1-8B, 32 layers,
 """
 
 import argparse
+import ctypes
 import json
 import random
 import socket
@@ -75,6 +76,8 @@ def main():
     cm = dd.cache_manager
     desc = ld.CacheDesc(tensors, [pool, block_bytes // 2], ld.DataType.DT_BF16, ld.Placement.HOST)
     cache = cm.allocate_blocks_cache(desc)
+    # Fault the pages in, as a serving cache's are (hixl_kv_bench does the same).
+    ctypes.memset(cache.tensor_addrs[0], 0, tensors * pool * block_bytes)
     c = ld.LLMClusterInfo()
     c.remote_cluster_id = 1
     c.append_remote_ip_info("127.0.0.1", int(listen.rsplit(":", 1)[1]))
