@@ -9,6 +9,7 @@
 #include "cache_table.h"
 #include "dtype_size.h"
 #include "layer_range.h"
+#include "options.h"
 #include "ready_notice.h"
 #include "transfer_plan.h"
 
@@ -214,6 +215,32 @@ TEST(ReadyNotice, RoundTripAndHostileMessages) {
   }
   hixl::NotifyDesc other{"something.else", "1;5;0;;t"};
   EXPECT_FALSE(DecodeReadyNotice(other, &info));
+}
+
+TEST(Options, CheckedAndPassedOnToHixl) {
+  DataDistOptions o;
+  std::map<AscendString, AscendString> in{{OPTION_DEVICE_ID, "3"},
+                                          {OPTION_SYNC_CACHE_WAIT_TIME, "2500"},
+                                          {OPTION_LISTEN_IP_INFO, "::1:26000"},
+                                          {OPTION_GLOBAL_RESOURCE_CONFIG, "{\"tcp.streams_per_link\": 4}"},
+                                          {"llm.RdmaServiceLevel", "3"}};
+  ASSERT_EQ(ParseOptions(in, &o), LLM_SUCCESS);
+  EXPECT_EQ(o.device_id, 3);
+  EXPECT_EQ(o.sync_timeout_ms, 2500);
+  EXPECT_EQ(o.listen, "[::1]:26000");
+  EXPECT_STREQ(o.hixl[hixl::OPTION_GLOBAL_RESOURCE_CONFIG].GetString(), "{\"tcp.streams_per_link\": 4}");
+  EXPECT_STREQ(o.hixl[hixl::OPTION_RDMA_SERVICE_LEVEL].GetString(), "3");
+  EXPECT_STREQ(o.hixl[hixl::OPTION_BUFFER_POOL].GetString(), "0:0");
+  DataDistOptions bad;
+  in.erase(OPTION_DEVICE_ID);
+  EXPECT_EQ(ParseOptions(in, &bad), LLM_PARAM_INVALID);
+  in[OPTION_DEVICE_ID] = "-1";
+  EXPECT_EQ(ParseOptions(in, &bad), LLM_PARAM_INVALID);
+  std::string engine;
+  EXPECT_TRUE(ParseListen("[fe80::1]:1", &engine));
+  EXPECT_EQ(engine, "[fe80::1]:1");
+  EXPECT_FALSE(ParseListen("10.0.0.1:0", &engine));
+  EXPECT_FALSE(ParseListen("10.0.0.1", &engine));
 }
 
 }  // namespace
