@@ -335,17 +335,23 @@ Status LlmDataDist::LlmDataDistImpl::LookupLocal(const char *call, int64_t cache
   return LLM_SUCCESS;
 }
 
+Status LlmDataDist::LlmDataDistImpl::LookupPair(const char *call, const Cache &src, const Cache &dst, LocalCache *s,
+                                                LocalCache *d) {
+  Status st = LookupLocal(call, src.cache_id, s);
+  return st == LLM_SUCCESS ? LookupLocal(call, dst.cache_id, d) : st;
+}
+
 Status LlmDataDist::LlmDataDistImpl::CopyCache(const Cache &src, const Cache &dst, uint32_t src_batch,
                                                uint32_t dst_batch, uint64_t offset, int64_t size) {
   LocalCache s, d;
-  Status st = LookupLocal("CopyKvCache", src.cache_id, &s);
-  if (st == LLM_SUCCESS) st = LookupLocal("CopyKvCache", dst.cache_id, &d);
+  Status st = LookupPair("CopyKvCache", src, dst, &s, &d);
   if (st != LLM_SUCCESS) return st;
   const uint64_t unit = s.geo.unit_bytes;
   if (s.desc.num_tensors != d.desc.num_tensors || unit != d.geo.unit_bytes || src_batch >= s.geo.units ||
       dst_batch >= d.geo.units || offset >= unit || size == 0 || size < -1 ||
       (size > 0 && static_cast<uint64_t>(size) > unit - offset)) {
-    LLM_LOGE("CopyKvCache: caches of %u/%u tensors and %" PRIu64 "/%" PRIu64 " bytes per batch, batches %u/%u of %" PRIu64
+    LLM_LOGE("CopyKvCache: caches of %u/%u tensors and %" PRIu64 "/%" PRIu64
+             " bytes per batch, batches %u/%u of %" PRIu64
              "/%" PRIu64 ", offset %" PRIu64 " size %" PRId64 " do not fit",
              s.desc.num_tensors, d.desc.num_tensors, unit, d.geo.unit_bytes, src_batch, dst_batch, s.geo.units,
              d.geo.units, offset, size);
@@ -363,8 +369,7 @@ Status LlmDataDist::LlmDataDistImpl::CopyBlocks(const Cache &src, const Cache &d
                                                 const std::vector<uint64_t> &src_blocks,
                                                 const std::vector<std::vector<uint64_t>> &dst_blocks_list) {
   LocalCache s, d;
-  Status st = LookupLocal("CopyKvBlocks", src.cache_id, &s);
-  if (st == LLM_SUCCESS) st = LookupLocal("CopyKvBlocks", dst.cache_id, &d);
+  Status st = LookupPair("CopyKvBlocks", src, dst, &s, &d);
   if (st != LLM_SUCCESS) return st;
   const uint64_t unit = s.geo.unit_bytes;
   bool ok = !src_blocks.empty() && !dst_blocks_list.empty() && s.desc.num_tensors == d.desc.num_tensors &&

@@ -76,7 +76,8 @@ Status LlmDataDist::LlmDataDistImpl::Initialize(const std::map<AscendString, Asc
   hixl::MemDesc rd{};
   rd.addr = reinterpret_cast<uintptr_t>(read_buf);
   rd.len = kTableMapBytes;
-  if (table == nullptr || read_buf == nullptr || engine->RegisterMem(td, hixl::MEM_HOST, table_handle_) != hixl::SUCCESS ||
+  if (table == nullptr || read_buf == nullptr ||
+      engine->RegisterMem(td, hixl::MEM_HOST, table_handle_) != hixl::SUCCESS ||
       engine->RegisterMem(rd, hixl::MEM_HOST, read_handle_) != hixl::SUCCESS) {
     LLM_LOGE("Initialize: cannot map and register the cache table (%" PRIu64 " bytes)", kTableMapBytes);
     engine->Finalize();
@@ -162,25 +163,29 @@ Status LlmDataDist::LlmDataDistImpl::SetRole(LlmRole role, const std::map<Ascend
   return LLM_SUCCESS;
 }
 
-Status LlmDataDist::LlmDataDistImpl::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                                                  int32_t timeout_ms) {
+Status LlmDataDist::LlmDataDistImpl::CheckClusters(const char *call, size_t clusters, int32_t timeout_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!initialized_) {
-      LLM_LOGE("LinkLlmClusters: not initialized");
+      LLM_LOGE("%s: not initialized", call);
       return LLM_FAILED;
     }
   }
-  if (timeout_ms <= 0 || clusters.empty()) {
-    LLM_LOGE("LinkLlmClusters: timeout %d ms and %zu clusters (need a timeout > 0 and a cluster)", timeout_ms,
-             clusters.size());
+  if (timeout_ms <= 0 || clusters == 0) {
+    LLM_LOGE("%s: timeout %d ms and %zu clusters (need a timeout > 0 and a cluster)", call, timeout_ms, clusters);
     return LLM_PARAM_INVALID;
   }
-  if (clusters.size() > kMaxClustersPerCall) {
-    LLM_LOGE("LinkLlmClusters: %zu clusters in one call; at most %zu (call again for more)", clusters.size(),
-             kMaxClustersPerCall);
+  if (clusters > kMaxClustersPerCall) {
+    LLM_LOGE("%s: %zu clusters in one call; at most %zu (call again for more)", call, clusters, kMaxClustersPerCall);
     return LLM_CLUSTER_NUM_EXCEED_LIMIT;
   }
+  return LLM_SUCCESS;
+}
+
+Status LlmDataDist::LlmDataDistImpl::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                                                  int32_t timeout_ms) {
+  Status s = CheckClusters("LinkLlmClusters", clusters.size(), timeout_ms);
+  if (s != LLM_SUCCESS) return s;
   std::vector<std::future<Status>> futures;
   for (const ClusterInfo &c : clusters) {
     futures.push_back(std::async(std::launch::async, [this, &c, timeout_ms] { return LinkOne(c, timeout_ms); }));
@@ -269,22 +274,8 @@ Status LlmDataDist::LlmDataDistImpl::FindPeerTable(const std::string &remote, ui
 
 Status LlmDataDist::LlmDataDistImpl::UnlinkClusters(const std::vector<ClusterInfo> &clusters,
                                                     std::vector<Status> &rets, int32_t timeout_ms) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!initialized_) {
-      LLM_LOGE("UnlinkLlmClusters: not initialized");
-      return LLM_FAILED;
-    }
-  }
-  if (timeout_ms <= 0 || clusters.empty()) {
-    LLM_LOGE("UnlinkLlmClusters: timeout %d ms and %zu clusters (need a timeout > 0 and a cluster)", timeout_ms,
-             clusters.size());
-    return LLM_PARAM_INVALID;
-  }
-  if (clusters.size() > kMaxClustersPerCall) {
-    LLM_LOGE("UnlinkLlmClusters: %zu clusters in one call; at most %zu", clusters.size(), kMaxClustersPerCall);
-    return LLM_CLUSTER_NUM_EXCEED_LIMIT;
-  }
+  Status s = CheckClusters("UnlinkLlmClusters", clusters.size(), timeout_ms);
+  if (s != LLM_SUCCESS) return s;
   rets.clear();
   Status overall = LLM_SUCCESS;
   for (const ClusterInfo &c : clusters) {

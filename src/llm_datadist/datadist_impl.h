@@ -129,6 +129,8 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
 
  private:
   // datadist_impl.cc
+  // LLM_FAILED before Initialize; LLM_PARAM_INVALID, LLM_CLUSTER_NUM_EXCEED_LIMIT.
+  Status CheckClusters(const char *call, size_t clusters, int32_t timeout_ms);
   Status LinkOne(const ClusterInfo &cluster, int32_t timeout_ms);
   Status UnlinkOne(const ClusterInfo &cluster, int32_t timeout_ms);
   // Finds the peer's table among its registered regions: the address.
@@ -144,6 +146,7 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   Status PublishLocked();
   // A copy of a local cache; LLM_FAILED before Initialize, LLM_KV_CACHE_NOT_EXIST.
   Status LookupLocal(const char *call, int64_t cache_id, LocalCache *out);
+  Status LookupPair(const char *call, const Cache &src, const Cache &dst, LocalCache *s, LocalCache *d);
   // Registers the cache's memory and lists it. Caller holds mu_.
   Status AddCache(LocalCache cache, int64_t &cache_id);
   // Unlists the cache, then deregisters its memory (without mu_).

@@ -46,7 +46,8 @@ bool BlockUnits(const char *call, const std::vector<uint64_t> &local_blocks, con
   }
   for (size_t i = 0; i < local_blocks.size(); ++i) {
     if (local_blocks[i] >= local.units || remote_blocks[i] >= remote.units) {
-      LLM_LOGE("%s: block pair %zu (%" PRIu64 " here, %" PRIu64 " at the peer) is out of range (%" PRIu64 " and %" PRIu64
+      LLM_LOGE("%s: block pair %zu (%" PRIu64 " here, %" PRIu64 " at the peer) is out of range (%" PRIu64
+               " and %" PRIu64
                " blocks)",
                call, i, local_blocks[i], remote_blocks[i], local.units, remote.units);
       return false;
@@ -241,7 +242,8 @@ Status LlmDataDist::LlmDataDistImpl::RunTransfer(const KvOp &op, KvTransferRepor
       LLM_LOGE("%s: batch %u (of %" PRIu64 ") and size %" PRIu64 " do not fit items of %" PRIu64 " bytes", op.call,
                batch, item_geo.units, len, item_geo.unit_bytes);
     }
-    ok = ok && ItemToBlockUnits(op.call, batch * item_geo.unit_bytes, len, item_local ? op.remote_blocks : op.local_blocks,
+    ok = ok && ItemToBlockUnits(op.call, batch * item_geo.unit_bytes, len,
+                                item_local ? op.remote_blocks : op.local_blocks,
                                 item_local ? rc.geo : local.geo, item_local, &units);
   } else {
     ok = op.local_batch < local.geo.units && rc.batch_index < rc.geo.units && len <= lunit && len <= runit;

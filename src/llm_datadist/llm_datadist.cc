@@ -16,6 +16,32 @@ KvCacheKey ById(const CacheIndex &index) {
   return k;
 }
 
+// A transfer between the local cache `local_cache_id` and `remote`.
+KvOp Op(const char *call, bool push, const KvCacheKey &remote, int64_t local_cache_id, const KvCacheExtParam &ext) {
+  KvOp op;
+  op.call = call;
+  op.push = push;
+  op.remote = remote;
+  op.local_cache_id = local_cache_id;
+  op.ext = ext;
+  return op;
+}
+
+// A block transfer; dst_blocks may not be empty (src_blocks may: a batch
+// item spread over dst_blocks).
+Status BlockOp(const char *call, bool push, const KvCacheKey &remote, int64_t local_cache_id,
+               const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+               const KvCacheExtParam &ext, KvOp *op) {
+  if (dst_blocks.empty()) {
+    LLM_LOGE("%s: dst_blocks is empty", call);
+    return LLM_PARAM_INVALID;
+  }
+  *op = Op(call, push, remote, local_cache_id, ext);
+  op->local_blocks = push ? src_blocks : dst_blocks;
+  op->remote_blocks = push ? dst_blocks : src_blocks;
+  return LLM_SUCCESS;
+}
+
 // LLM-DataDist's block calls move between block caches at batch 0 only.
 bool BlocksFromBatchZero(const char *call, const std::vector<uint64_t> &src_blocks, uint32_t batch_index) {
   if (src_blocks.empty() || batch_index != 0) {
@@ -94,18 +120,9 @@ Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache 
 Status LlmDataDist::PullKvBlocks(const KvCacheKey &src, const Cache &dst_cache, const std::vector<uint64_t> &src_blocks,
                                  const std::vector<uint64_t> &dst_blocks, const KvCacheExtParam &ext_param,
                                  KvTransferReport *report) {
-  if (dst_blocks.empty()) {
-    LLM_LOGE("PullKvBlocks: dst_blocks is empty");
-    return LLM_PARAM_INVALID;
-  }
   KvOp op;
-  op.call = "PullKvBlocks";
-  op.remote = src;
-  op.local_cache_id = dst_cache.cache_id;
-  op.remote_blocks = src_blocks;
-  op.local_blocks = dst_blocks;
-  op.ext = ext_param;
-  return impl_->Transfer(op, report);
+  Status s = BlockOp("PullKvBlocks", false, src, dst_cache.cache_id, src_blocks, dst_blocks, ext_param, &op);
+  return s != LLM_SUCCESS ? s : impl_->Transfer(op, report);
 }
 
 Status LlmDataDist::PushKvCache(const Cache &src_cache, const CacheIndex &dst_cache_index, uint32_t src_batch_index,
@@ -118,13 +135,8 @@ Status LlmDataDist::PushKvCache(const Cache &src_cache, const KvCacheKey &dst, u
     LLM_LOGE("PushKvCache: size %ld; only -1 (the whole batch) is supported", static_cast<long>(size));
     return LLM_PARAM_INVALID;
   }
-  KvOp op;
-  op.call = "PushKvCache";
-  op.push = true;
-  op.remote = dst;
-  op.local_cache_id = src_cache.cache_id;
+  KvOp op = Op("PushKvCache", true, dst, src_cache.cache_id, ext_param);
   op.local_batch = src_batch_index;
-  op.ext = ext_param;
   return impl_->Transfer(op, report);
 }
 
@@ -137,26 +149,17 @@ Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const CacheIndex &dst_c
 Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const KvCacheKey &dst, const std::vector<uint64_t> &src_blocks,
                                  const std::vector<uint64_t> &dst_blocks, const KvCacheExtParam &ext_param,
                                  KvTransferReport *report) {
-  if (dst_blocks.empty()) {
-    LLM_LOGE("PushKvBlocks: dst_blocks is empty");
-    return LLM_PARAM_INVALID;
-  }
   KvOp op;
-  op.call = "PushKvBlocks";
-  op.push = true;
-  op.remote = dst;
-  op.local_cache_id = src_cache.cache_id;
-  op.local_blocks = src_blocks;
-  op.remote_blocks = dst_blocks;
-  op.ext = ext_param;
-  return impl_->Transfer(op, report);
+  Status s = BlockOp("PushKvBlocks", true, dst, src_cache.cache_id, src_blocks, dst_blocks, ext_param, &op);
+  return s != LLM_SUCCESS ? s : impl_->Transfer(op, report);
 }
 
 Status LlmDataDist::CopyKvCache(const Cache &src_cache, const Cache &dst_cache, uint32_t src_batch_index,
                                 uint32_t dst_batch_index, uint64_t offset, int64_t size) {
   return impl_->CopyCache(src_cache, dst_cache, src_batch_index, dst_batch_index, offset, size);
 }
-Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache, const std::vector<uint64_t> &src_blocks,
+Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache,
+                                 const std::vector<uint64_t> &src_blocks,
                                  const std::vector<std::vector<uint64_t>> &dst_blocks_list) {
   return impl_->CopyBlocks(src_cache, dst_cache, src_blocks, dst_blocks_list);
 }

@@ -30,7 +30,8 @@ void BuildPlan(const std::vector<TensorPair> &tensors, const std::vector<PlanUni
           continue;
         }
       }
-      plan->descs.push_back({static_cast<uintptr_t>(local), static_cast<uintptr_t>(remote), static_cast<size_t>(u.len)});
+      plan->descs.push_back(
+          {static_cast<uintptr_t>(local), static_cast<uintptr_t>(remote), static_cast<size_t>(u.len)});
       plan->spans.emplace_back(g, g);
     }
   }

@@ -122,7 +122,8 @@ class DataDist {
     std::vector<ld::KvCacheKey> k;
     for (const auto &t : keys) k.push_back(ToKey(t));
     int64_t id = -1;
-    ld::Status s = dd_->RegisterKvCache(ToDesc(num_tensors, data_type, shape, placement), addrs, ld::RegisterCfg{}, k, id);
+    ld::Status s =
+        dd_->RegisterKvCache(ToDesc(num_tensors, data_type, shape, placement), addrs, ld::RegisterCfg{}, k, id);
     return {s, id};
   }
   std::tuple<ld::Status, int64_t, std::vector<uint64_t>> Allocate(uint32_t num_tensors, int32_t data_type,
@@ -135,25 +136,25 @@ class DataDist {
     ld::Status s = dd_->AllocateCache(ToDesc(num_tensors, data_type, shape, placement), k, cache);
     return {s, cache.cache_id, std::vector<uint64_t>(cache.tensor_addrs.begin(), cache.tensor_addrs.end())};
   }
-  std::pair<ld::Status, ld::KvTransferReport> Pull(const KeyTuple &src, int64_t dst_cache, const std::vector<uint64_t> &src_blocks,
-                                                   const std::vector<uint64_t> &dst_blocks, bool blocks,
-                                                   uint32_t batch_index, int64_t size, Range src_range, Range dst_range,
-                                                   uint32_t per_layer) {
-    ld::KvTransferReport r;
-    const auto ext = Ext(src_range, dst_range, per_layer);
-    ld::Status s = blocks ? dd_->PullKvBlocks(ToKey(src), ById(dst_cache), src_blocks, dst_blocks, ext, &r)
-                          : dd_->PullKvCache(ToKey(src), ById(dst_cache), batch_index, size, ext, &r);
-    return {s, r};
-  }
-  std::pair<ld::Status, ld::KvTransferReport> Push(int64_t src_cache, const KeyTuple &dst,
+  // A pull (push false) or push between the local cache and `remote`: block
+  // lists (blocks), or one batch item.
+  std::pair<ld::Status, ld::KvTransferReport> Move(bool push, int64_t local_cache, const KeyTuple &remote,
                                                    const std::vector<uint64_t> &src_blocks,
                                                    const std::vector<uint64_t> &dst_blocks, bool blocks,
-                                                   uint32_t src_batch, int64_t size, Range src_range, Range dst_range,
-                                                   uint32_t per_layer) {
+                                                   uint32_t batch_index, int64_t size, Range src_range,
+                                                   Range dst_range, uint32_t per_layer) {
     ld::KvTransferReport r;
     const auto ext = Ext(src_range, dst_range, per_layer);
-    ld::Status s = blocks ? dd_->PushKvBlocks(ById(src_cache), ToKey(dst), src_blocks, dst_blocks, ext, &r)
-                          : dd_->PushKvCache(ById(src_cache), ToKey(dst), src_batch, size, ext, &r);
+    const ld::KvCacheKey key = ToKey(remote);
+    const ld::Cache local = ById(local_cache);
+    ld::Status s;
+    if (push) {
+      s = blocks ? dd_->PushKvBlocks(local, key, src_blocks, dst_blocks, ext, &r)
+                 : dd_->PushKvCache(local, key, batch_index, size, ext, &r);
+    } else {
+      s = blocks ? dd_->PullKvBlocks(key, local, src_blocks, dst_blocks, ext, &r)
+                 : dd_->PullKvCache(key, local, batch_index, size, ext, &r);
+    }
     return {s, r};
   }
   std::pair<ld::Status, std::vector<std::tuple<uint64_t, std::string, ld::Status, std::vector<int32_t>>>> Ready() {
@@ -213,7 +214,8 @@ void BindDataDist(py::module_ &m) {
              const std::vector<uint64_t> &dst_blocks, bool blocks, uint32_t batch_index, int64_t size, Range sr,
              Range dr, uint32_t per_layer) {
             return WithReport([&] {
-              return d.Pull(src, dst_cache, src_blocks, dst_blocks, blocks, batch_index, size, sr, dr, per_layer);
+              return d.Move(false, dst_cache, src, src_blocks, dst_blocks, blocks, batch_index, size, sr, dr,
+                            per_layer);
             });
           },
           py::arg("src"), py::arg("dst_cache_id"), py::arg("src_blocks"), py::arg("dst_blocks"), py::arg("blocks"),
@@ -225,7 +227,7 @@ void BindDataDist(py::module_ &m) {
              const std::vector<uint64_t> &dst_blocks, bool blocks, uint32_t src_batch, int64_t size, Range sr,
              Range dr, uint32_t per_layer) {
             return WithReport([&] {
-              return d.Push(src_cache, dst, src_blocks, dst_blocks, blocks, src_batch, size, sr, dr, per_layer);
+              return d.Move(true, src_cache, dst, src_blocks, dst_blocks, blocks, src_batch, size, sr, dr, per_layer);
             });
           },
           py::arg("src_cache_id"), py::arg("dst"), py::arg("src_blocks"), py::arg("dst_blocks"), py::arg("blocks"),
