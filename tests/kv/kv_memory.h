@@ -82,7 +82,8 @@ uint64_t ExpectedDigest(uint64_t seed, size_t t0, size_t t1, size_t unit, const 
   for (size_t t = t0; t < t1; ++t) {
     for (size_t k = 0; k < units.size(); ++k) {
       const uint64_t base = map_unit(k) * unit;
-      for (size_t i = 0; i < unit; ++i) h = (h ^ PatternByte(TensorSeed(seed, map_tensor(t)), base + i)) * 0x100000001b3ull;
+      const uint64_t tensor_seed = TensorSeed(seed, map_tensor(t));
+      for (size_t i = 0; i < unit; ++i) h = (h ^ PatternByte(tensor_seed, base + i)) * 0x100000001b3ull;
     }
   }
   return h;

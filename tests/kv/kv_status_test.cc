@@ -119,7 +119,8 @@ TEST_P(KvStatusTest, LinkUnlinkRelink) {
   EXPECT_EQ(Link(), ld::LLM_SUCCESS);
   EXPECT_EQ(dd_.PullKvBlocks(PeerIndex(remote_), local_->cache, blocks, blocks), ld::LLM_SUCCESS);
   EXPECT_EQ(DigestUnits(local_->memory->addrs(), 0, 4, kUnit, blocks),
-            ExpectedDigest(kSeed, 0, 4, kUnit, blocks, [](size_t t) { return t; }, [&](size_t k) { return blocks[k]; }));
+            ExpectedDigest(
+                kSeed, 0, 4, kUnit, blocks, [](size_t t) { return t; }, [&](size_t k) { return blocks[k]; }));
 }
 
 TEST_P(KvStatusTest, LinkFailures) {
@@ -256,7 +257,9 @@ TEST_P(KvStatusTest, LocalCopies) {
             ExpectedDigest(kSeed, 0, 2, 512, src, [](size_t t) { return t; }, [&](size_t k) { return src[k]; }));
   ASSERT_EQ(dd_.CopyKvCache(a->cache, b->cache, 7, 0, 100, 12), ld::LLM_SUCCESS);
   const auto *t0 = reinterpret_cast<const uint8_t *>(b->memory->addrs()[0]);
-  for (size_t i = 0; i < 512; ++i) EXPECT_EQ(t0[i], i >= 100 && i < 112 ? PatternByte(TensorSeed(kSeed, 0), 7 * 512 + i) : 0);
+  for (size_t i = 0; i < 512; ++i) {
+    EXPECT_EQ(t0[i], i >= 100 && i < 112 ? PatternByte(TensorSeed(kSeed, 0), 7 * 512 + i) : 0);
+  }
   ASSERT_EQ(dd_.CopyKvCache(a->cache, b->cache, 6, 7), ld::LLM_SUCCESS);  // the whole batch
   EXPECT_EQ(DigestUnits(b->memory->addrs(), 0, 2, 512, {7}),
             ExpectedDigest(kSeed, 0, 2, 512, {6}, [](size_t t) { return t; }, [](size_t) { return 6; }));
@@ -289,7 +292,8 @@ TEST_P(KvStatusTest, PeerKilledMidPull) {
   ld::KvTransferReport report;
   ld::Status status = ld::LLM_SUCCESS;
   auto t0 = std::chrono::steady_clock::now();
-  std::thread pull([&] { status = dd_.PullKvBlocks(key, local_->cache, blocks, blocks, ld::KvCacheExtParam{}, &report); });
+  std::thread pull(
+      [&] { status = dd_.PullKvBlocks(key, local_->cache, blocks, blocks, ld::KvCacheExtParam{}, &report); });
   // Kill the peer once the first bytes have landed (or the pull ended).
   const auto *first = reinterpret_cast<const volatile uint8_t *>(local_->memory->addrs()[0]);
   for (int i = 0; i < 20000 && first[0] == 0 && first[1] == 0 && first[2] == 0 && first[3] == 0; ++i) {
@@ -309,7 +313,8 @@ TEST_P(KvStatusTest, PeerKilledMidPull) {
     if (failed.count(b) == 0) landed.push_back(b);
   }
   EXPECT_EQ(DigestUnits(local_->memory->addrs(), 0, 4, 64 << 10, landed),
-            ExpectedDigest(kSeed, 0, 4, 64 << 10, landed, [](size_t t) { return t; }, [&](size_t k) { return landed[k]; }));
+            ExpectedDigest(
+                kSeed, 0, 4, 64 << 10, landed, [](size_t t) { return t; }, [&](size_t k) { return landed[k]; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, KvStatusTest, KvAllNets(), KvNetName);

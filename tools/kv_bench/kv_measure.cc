@@ -92,7 +92,8 @@ bool Session::Start(const Geometry &g, const std::string &transport, int timeout
   mem.addr = cache_.tensor_addrs[0];
   mem.len = g.tensors * g.pool_blocks * g.block_bytes;
   hixl::MemHandle h = nullptr;
-  if (raw_->Initialize("127.0.0.1", opts) != hixl::SUCCESS || raw_->RegisterMem(mem, hixl::MEM_HOST, h) != hixl::SUCCESS ||
+  if (raw_->Initialize("127.0.0.1", opts) != hixl::SUCCESS ||
+      raw_->RegisterMem(mem, hixl::MEM_HOST, h) != hixl::SUCCESS ||
       raw_->Connect(remote_.c_str(), 10000) != hixl::SUCCESS) {
     std::fprintf(stderr, "kv_bench: the baseline engine did not connect\n");
     return false;
