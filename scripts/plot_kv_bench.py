@@ -28,7 +28,7 @@ def main(argv):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     out, reports = argv[1], argv[2:]
-    kv, base = defaultdict(list), defaultdict(list)
+    kv, base, runs = defaultdict(list), defaultdict(list), defaultdict(set)
     for path in reports:
         with open(path) as f:
             for r in json.load(f)["rows"]:
@@ -36,6 +36,7 @@ def main(argv):
                 key = (r["mode"], config, r["pattern"])
                 kv[key].append(r["gbps"])
                 base[key].append(r["contiguous_gbps"])
+                runs[r["mode"]].add(path)
     modes = [m for m in ("pull", "push", "layerwise") if any(k[0] == m for k in kv)]
     if not modes:
         print("no rows in the reports", file=sys.stderr)
@@ -52,13 +53,15 @@ def main(argv):
                     xs.append(c + (2 * i - len(PATTERNS)) * width + width / 2)
                     ys.append(statistics.median(kv[key]))
                     bs.append(statistics.median(base[key]))
+            if not xs:
+                continue
             ax.bar(xs, ys, width, color=COLORS[pattern], label=f"{pattern}")
             ax.bar([x + width for x in xs], bs, width, color=COLORS[pattern], alpha=0.35, hatch="//",
                    label=f"{pattern}: one contiguous transfer")
         ax.set_xticks(range(len(configs)))
         ax.set_xticklabels(configs, fontsize=7)
         ax.set_ylabel("GB/s")
-        ax.set_title(f"{mode} (median of {len(reports)} run(s))", fontsize=9)
+        ax.set_title(f"{mode} (median of {len(runs[mode])} run(s))", fontsize=9)
         ax.legend(fontsize=6, ncol=3)
     fig.tight_layout()
     fig.savefig(out, dpi=80)
