@@ -295,10 +295,8 @@ TEST_P(KvStatusTest, PeerKilledMidPull) {
   std::thread pull(
       [&] { status = dd_.PullKvBlocks(key, local_->cache, blocks, blocks, ld::KvCacheExtParam{}, &report); });
   // Kill the peer once the first bytes have landed (or the pull ended).
-  const auto *first = reinterpret_cast<const volatile uint8_t *>(local_->memory->addrs()[0]);
-  for (int i = 0; i < 20000 && first[0] == 0 && first[1] == 0 && first[2] == 0 && first[3] == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  const void *first = reinterpret_cast<const void *>(local_->memory->addrs()[0]);
+  for (int i = 0; i < 20000 && !AnyNonZero(first, 4); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
   peer_.Kill(SIGKILL);
   pull.join();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
