@@ -7,6 +7,7 @@ HIXL_DEBS=(
   cmake g++ make pkg-config
   libgtest-dev nlohmann-json3-dev libcli11-dev
   pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest python3-pytest-timeout python3-setuptools
+  python3-torch
   python3-matplotlib
 )
 

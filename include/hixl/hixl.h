@@ -52,6 +52,12 @@ class ASCEND_FUNC_VISIBILITY Hixl {
   Status SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis = 1000);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
 
+  // [beyond HIXL] The regions a connected remote engine has registered now
+  // (asked again: one round trip), so that a layer above can find memory the
+  // remote publishes without a socket of its own (docs/API.md).
+  Status GetRemoteMems(const AscendString &remote_engine, std::vector<MemDesc> &mems,
+                       int32_t timeout_in_millis = 1000);
+
   static Status GetCapability(FeatureType feature_type, int32_t &value);
 
   // Beyond HIXL (an addition; HIXL's calls above are unchanged).

@@ -10,6 +10,10 @@ __all__: List[str]
 _Buffer = Any
 # str is sent as UTF-8; bytes as they are.
 _Text = Union[str, bytes, bytearray]
+# op_descs: TransferOpDesc objects, or (hixl extension) NumPy arrays of
+# uint64/int64: one N x 3 array (local address, remote address, length), or
+# a tuple of three 1-D arrays of N.
+_Descs = Union[Sequence["TransferOpDesc"], _Buffer, Tuple[_Buffer, _Buffer, _Buffer]]
 
 # --- status codes (Hixl methods return these) --------------------------------
 SUCCESS: int
@@ -167,7 +171,7 @@ class Hixl:
         self,
         remote_engine: str,
         op: TransferOp,
-        op_descs: Sequence[TransferOpDesc],
+        op_descs: _Descs,
         timeout_in_millis: int = 1000,
     ) -> int: ...
     @overload
@@ -175,12 +179,12 @@ class Hixl:
         self,
         remote_engine: str,
         op: TransferOp,
-        op_descs: Sequence[TransferOpDesc],
+        op_descs: _Descs,
         optional_args: TransferArgs = ...,
     ) -> Tuple[int, int]: ...
     @overload
     def transfer_async(
-        self, remote_engine: str, op: TransferOp, op_descs: Sequence[TransferOpDesc], *, args: TransferArgs
+        self, remote_engine: str, op: TransferOp, op_descs: _Descs, *, args: TransferArgs
     ) -> Tuple[int, int]: ...
     @overload
     def get_transfer_status(self, req: int) -> Tuple[int, TransferStatus]: ...

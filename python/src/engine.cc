@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "gil.h"
 #include "hixl_py.h"
 
 namespace hixl_py {
@@ -39,36 +40,6 @@ namespace {
 
 using hixl::Status;
 
-bool PythonFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
-// Releases the GIL for its lifetime, like py::gil_scoped_release, except at
-// interpreter exit: CPython ends a (daemon) thread that asks for the GIL back
-// while it finalizes, from inside this destructor, which C++ turns into
-// std::terminate. Such a thread parks instead, as CPython 3.14 does itself:
-// the process is exiting. noexcept(false) lets the thread-ending unwind pass
-// should finalization begin between the check and the request.
-class GilRelease {
- public:
-  // Made with the GIL held: once the interpreter is finalizing, only by the
-  // thread finalizing it, which may take the GIL back.
-  GilRelease() : finalizer_(PythonFinalizing()), state_(PyEval_SaveThread()) {}
-  GilRelease(const GilRelease &) = delete;
-  GilRelease &operator=(const GilRelease &) = delete;
-  ~GilRelease() noexcept(false) {
-    while (!finalizer_ && PythonFinalizing()) pause();
-    PyEval_RestoreThread(state_);
-  }
-
- private:
-  const bool finalizer_;
-  PyThreadState *state_;
-};
 using Release = py::call_guard<GilRelease>;
 
 // Engine calls in progress, counted so that finalize can wait for them (a
@@ -462,6 +433,12 @@ class HixlPy {
   std::map<uintptr_t, std::vector<std::unique_ptr<HeldBuffer>>> buffers_;  // guarded by the GIL
 };
 
+// transfer_async with op_descs in any of the forms DescsArg takes.
+std::pair<Status, uintptr_t> TransferAsyncArg(HixlPy &self, const std::string &remote, hixl::TransferOp op,
+                                              py::handle op_descs, const PyTransferArgs &args) {
+  return self.TransferAsync(remote, op, DescsArg(op_descs), args);
+}
+
 py::dict ToDict(const std::map<hixl::AscendString, hixl::AsyncConnectStatus> &all) {
   py::dict d;
   for (const auto &[name, st] : all) d[DecodeText(name)] = py::cast(st);
@@ -532,16 +509,25 @@ void BindEngine(py::module_ &m) {
             return py::make_tuple(r.first, ToDict(r.second));
           },
           "(status, {remote engine: AsyncConnectStatus}) for every remote with an async task.")
-      .def("transfer_sync", &HixlPy::TransferSync, py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"),
-           kTimeout, Release(),
-           "Move every TransferOpDesc of op_descs (a sequence) and wait: READ copies remote -> local, WRITE "
-           "local -> remote.")
-      .def("transfer_async", &HixlPy::TransferAsync, py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"),
+      .def(
+          "transfer_sync",
+          [](HixlPy &self, const std::string &remote, hixl::TransferOp op, py::handle op_descs, int32_t timeout_ms) {
+            std::vector<hixl::TransferOpDesc> descs = DescsArg(op_descs);  // GIL held: reads Python objects
+            GilRelease release;
+            return self.TransferSync(remote, op, descs, timeout_ms);
+          },
+          py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"), kTimeout,
+          "Move every descriptor of op_descs and wait: READ copies remote -> local, WRITE local -> remote. "
+          "op_descs: a sequence of TransferOpDesc, or [hixl extension] NumPy arrays of uint64/int64: one N x 3 "
+          "array (local address, remote address, length per row) or a tuple of three 1-D arrays, read without a "
+          "Python object per descriptor.")
+      .def("transfer_async", &TransferAsyncArg, py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"),
            py::arg("optional_args") = PyTransferArgs{},
            "Start a transfer; returns (status, req). Poll it with get_transfer_status(req) or the batch form. "
            "optional_args.user_data (any object) is kept alive until the request is reported finished and is "
-           "returned in TransferResult.user_data. The last argument may also be passed as args= (HIXL's keyword).")
-      .def("transfer_async", &HixlPy::TransferAsync, py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"),
+           "returned in TransferResult.user_data. The last argument may also be passed as args= (HIXL's keyword). "
+           "op_descs takes the forms transfer_sync takes.")
+      .def("transfer_async", &TransferAsyncArg, py::arg("remote_engine"), py::arg("op"), py::arg("op_descs"),
            py::arg("args"))
       .def("get_transfer_status", &HixlPy::GetTransferStatusBatch, py::arg("args"),
            "Batch form (C++ overload GetTransferStatus(args, results)): report up to args.max_query_count "

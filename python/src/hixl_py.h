@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hixl/hixl.h"
 
@@ -48,6 +49,12 @@ inline hixl::AscendString ToAscend(const std::string &s) { return hixl::AscendSt
 // obj is only read-only) otherwise. The caller releases it with
 // PyBuffer_Release, GIL held.
 void GetBuffer(py::handle obj, Py_buffer *view, bool writable);
+
+// op_descs of transfer_sync / transfer_async: a sequence of TransferOpDesc,
+// an N x 3 array of 8-byte integers (local address, remote address,
+// length), or a tuple of three such 1-D arrays. Raises TypeError or
+// ValueError otherwise. GIL held.
+std::vector<hixl::TransferOpDesc> DescsArg(py::handle obj);
 
 void BindTypes(py::module_ &m);
 void BindEngine(py::module_ &m);

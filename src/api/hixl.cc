@@ -241,6 +241,11 @@ Status Hixl::GetLinkTransport(const AscendString &remote_engine, AscendString &t
   return s;
 }
 
+Status Hixl::GetRemoteMems(const AscendString &remote_engine, std::vector<MemDesc> &mems, int32_t timeout_in_millis) {
+  auto e = impl_->Get("GetRemoteMems");
+  return e == nullptr ? FAILED : e->GetRemoteMems(Str(remote_engine), mems, timeout_in_millis);
+}
+
 Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
   if (static_cast<int32_t>(feature_type) < 0) {
     HIXL_LOGE("GetCapability: feature type %d is negative", static_cast<int>(feature_type));

@@ -72,6 +72,8 @@ class Engine {
 
   Status SendNotify(const std::string &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
+  // The remote's region table, fetched again.
+  Status GetRemoteMems(const std::string &remote, std::vector<MemDesc> &mems, int32_t timeout_ms);
 
   const std::string &name() const { return name_; }
   size_t registered_regions() const { return registry_.size(); }

@@ -49,6 +49,28 @@ Status Engine::RefreshRemoteRegions(const std::shared_ptr<Link> &link, Deadline 
   return link->control->FetchRegions(deadline);
 }
 
+Status Engine::GetRemoteMems(const std::string &remote, std::vector<MemDesc> &mems, int32_t timeout_ms) {
+  std::string key;
+  Status s = RemoteKey("GetRemoteMems", remote, &key);
+  if (s != SUCCESS) return s;
+  if ((s = CheckTimeout("GetRemoteMems", key, timeout_ms)) != SUCCESS) return s;
+  Deadline deadline = Deadline::AfterMillis(timeout_ms);
+  LinkRef link;
+  if ((s = UseLink("GetRemoteMems", key, deadline, &link)) != SUCCESS) return s;
+  if ((s = RefreshRemoteRegions(link.shared(), deadline)) != SUCCESS) {
+    HIXL_LOGE("GetRemoteMems %s: the remote's region table did not come: %s", key.c_str(), StatusText(s).c_str());
+    return s;
+  }
+  mems.clear();
+  for (const auto &r : link->remote_regions->Snapshot()->regions()) {
+    MemDesc m{};
+    m.addr = static_cast<uintptr_t>(r->range.addr);
+    m.len = static_cast<size_t>(r->range.len);
+    mems.push_back(m);
+  }
+  return SUCCESS;
+}
+
 Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
                             Deadline deadline, BatchHold *hold, std::vector<Piece> *direct,
                             std::vector<Piece> *relayed) {

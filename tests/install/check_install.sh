@@ -12,6 +12,6 @@ cmake -S "$src/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/
 cmake --build "$tmp/consumer" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$tmp/consumer/consumer"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-c++ -std=c++14 -Wall -Wextra -pedantic -Werror "$src/consumer/main.cc" $(pkg-config --cflags --libs hixl) \
+c++ -std=c++14 -Wall -Wextra -pedantic -Werror "$src/consumer/main.cc" $(pkg-config --cflags --libs hixl_llm_datadist) \
   -o "$tmp/consumer_pc"
 LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"

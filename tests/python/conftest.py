@@ -76,13 +76,13 @@ def child_env():
     return env
 
 
-class Peer:
-    """A second process running peer.py: a HIXL server engine with one
-    registered NumPy buffer of `size` bytes, driven with call()."""
+class ScriptProcess:
+    """A second process running a Python script that answers JSON commands,
+    one per line, after a first JSON line of its own (returned by start)."""
 
-    def __init__(self, size=1 << 20):
+    def __init__(self, script, args=()):
         self.proc = subprocess.Popen(
-            [sys.executable, PEER_SCRIPT, "--size", str(size)],
+            [sys.executable, script, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -92,11 +92,11 @@ class Peer:
         self._replies = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def hello(self):
         hello = self._recv(REPLY_TIMEOUT_S)
         assert hello.get("ok"), hello
-        self.name = hello["engine"]  # "127.0.0.1:port"
-        self.addr = hello["addr"]  # address of its registered buffer
-        self.size = hello["len"]
+        return hello
 
     def _read(self):
         for line in self.proc.stdout:
@@ -162,6 +162,18 @@ class Peer:
                 f.close()
             except OSError:
                 pass
+
+
+class Peer(ScriptProcess):
+    """A second process running peer.py: a HIXL server engine with one
+    registered NumPy buffer of `size` bytes, driven with call()."""
+
+    def __init__(self, size=1 << 20):
+        super().__init__(PEER_SCRIPT, ["--size", str(size)])
+        hello = self.hello()
+        self.name = hello["engine"]  # "127.0.0.1:port"
+        self.addr = hello["addr"]  # address of its registered buffer
+        self.size = hello["len"]
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "hixl/hixl.h"
+#include "support/free_port.h"
 #include "support/pattern.h"
 
 namespace {
@@ -48,27 +49,6 @@ struct Buffer {
   uint8_t *p;
   size_t len;
 };
-
-int FreePort(int family) {
-  int fd = socket(family, SOCK_STREAM, 0);
-  sockaddr_storage ss{};
-  socklen_t len = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (family == AF_INET6) {
-    reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_family = AF_INET6;
-    reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_addr = in6addr_loopback;
-  } else {
-    reinterpret_cast<sockaddr_in *>(&ss)->sin_family = AF_INET;
-    reinterpret_cast<sockaddr_in *>(&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  }
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr *>(&ss), len) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) == 0) {
-    port = ntohs(family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port
-                                    : reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 void Reply(const std::string &s) {
   std::cout << s << std::endl;  // endl flushes: the test reads line by line
@@ -115,7 +95,7 @@ int main(int argc, char **argv) {
   if (name == "auto4" || name == "auto6") {
     bool v6 = name == "auto6";
     for (int attempt = 0; attempt < 20 && s != hixl::SUCCESS; ++attempt) {
-      int port = FreePort(v6 ? AF_INET6 : AF_INET);
+      int port = hixl_test::FreePort(v6 ? AF_INET6 : AF_INET);
       name = (v6 ? "[::1]:" : "127.0.0.1:") + std::to_string(port);
       s = engine.Initialize(name.c_str(), options);
     }

@@ -1,6 +1,7 @@
-"""Builds and installs the hixl Python package with the project's CMake.
+"""Builds and installs the Python packages hixl and llm_datadist with the
+project's CMake.
 
-From this directory (python/), with Debian's interpreter and packages and no
+From the repository root, with Debian's interpreter and packages and no
 downloads:
 
     /usr/bin/python3 -m pip install --no-build-isolation .
@@ -8,9 +9,9 @@ downloads:
 (add --break-system-packages where pip refuses to touch the system's
 site-packages, or use --user, or a venv made with --system-site-packages).
 
-The build configures the whole project (the parent directory) with
-HIXL_STATIC=ON, so libhixl is linked into the extension and the installed
-package needs no other file. Environment: CMAKE_BUILD_PARALLEL_LEVEL (jobs,
+The build configures the whole project with HIXL_STATIC=ON, so libhixl and
+libhixl_llm_datadist are linked into the extensions and the installed
+packages need no other file. Environment: CMAKE_BUILD_PARALLEL_LEVEL (jobs,
 default 2), HIXL_CMAKE_ARGS (extra arguments for cmake's configure step).
 """
 
@@ -25,8 +26,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parent
 
 
 def project_version():
@@ -43,9 +43,13 @@ class CMakeExtension(Extension):
 
 
 class CMakeBuild(build_ext):
+    """One CMake configure and build for both extensions, then each copied
+    where setuptools wants it."""
+
     def build_extension(self, ext):
         target = Path(self.get_ext_fullpath(ext.name)).resolve()
         build_dir = Path(self.build_temp).resolve() / "cmake"
+        package, module = ext.name.split(".")
         configure = [
             "cmake",
             "-S",
@@ -61,10 +65,11 @@ class CMakeBuild(build_ext):
             f"-DPython_EXECUTABLE={sys.executable}",
         ] + shlex.split(os.environ.get("HIXL_CMAKE_ARGS", ""))
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")
-        subprocess.run(configure, check=True)
-        subprocess.run(["cmake", "--build", str(build_dir), "--target", "_hixl", "-j", jobs], check=True)
+        if not (build_dir / "CMakeCache.txt").exists():
+            subprocess.run(configure, check=True)
+        subprocess.run(["cmake", "--build", str(build_dir), "--target", module, "-j", jobs], check=True)
 
-        built = sorted((build_dir / "python" / "hixl").glob("_hixl*.so"))
+        built = sorted((build_dir / "python" / package).glob(module + "*.so"))
         if not built:
             raise RuntimeError(
                 "CMake did not build the extension (see its warnings above: is pybind11-dev "
@@ -77,11 +82,12 @@ class CMakeBuild(build_ext):
 setup(
     name="hixl",
     version=project_version(),
-    description="Python binding of hixl, an open implementation of the HIXL one-sided transfer API",
-    packages=["hixl"],
-    package_dir={"hixl": str(Path("hixl"))},
-    package_data={"hixl": ["__init__.pyi", "py.typed"]},
-    ext_modules=[CMakeExtension("hixl._hixl")],
+    description="hixl (an open implementation of the HIXL one-sided transfer API) and llm_datadist "
+    "(LLM-DataDist's KV-cache API on it), for Python",
+    packages=["hixl", "llm_datadist"],
+    package_dir={"hixl": "python/hixl", "llm_datadist": "python/llm_datadist"},
+    package_data={"hixl": ["__init__.pyi", "py.typed"], "llm_datadist": ["_llm_datadist.pyi", "py.typed"]},
+    ext_modules=[CMakeExtension("hixl._hixl"), CMakeExtension("llm_datadist._llm_datadist")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.8",
     zip_safe=False,
