@@ -9,6 +9,7 @@ HIXL_DEBS=(
   pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest python3-pytest-timeout python3-setuptools
   python3-torch
   python3-matplotlib
+  libucx-dev ucx-utils
 )
 
 hixl_install_deps() {

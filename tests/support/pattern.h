@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 // The peer process reads and fills buffers that its engine's I/O threads
 // write for remote peers; the ordering is real but runs through another
@@ -47,5 +48,16 @@ inline std::string HexField(const char *p, size_t n) {
   return out.empty() ? "-" : out;
 }
 inline std::string HexField(const std::string &s) { return HexField(s.data(), s.size()); }
+// The bytes HexField wrote ("-" gives none); stops at the first non-hex pair.
+inline std::vector<uint8_t> FromHex(const std::string &hex) {
+  auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) break;
+    out.push_back(static_cast<uint8_t>(hi << 4 | lo));
+  }
+  return out;
+}
 
 }  // namespace hixl_test
