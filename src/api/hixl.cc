@@ -15,13 +15,13 @@
 
 #include <atomic>
 #include <initializer_list>
-#include <mutex>
 #include <new>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "engine/engine.h"
 
 namespace hixl {
@@ -29,11 +29,13 @@ namespace {
 
 std::string Str(const AscendString &s) { return std::string(s.GetString(), s.GetLength()); }
 
-// The locks of every HixlImpl, for fork()'s child handler; engines let go
-// of in a fork.
-std::mutex g_live_mu;
-std::set<std::mutex *> *g_live = nullptr;                      // under g_live_mu
-std::vector<std::shared_ptr<Engine>> *g_inherited = nullptr;  // under g_live_mu; never freed
+// Guards the two lists below. fork()'s handlers hold it across the fork, so
+// that no HixlImpl is made or destroyed meanwhile.
+Mutex g_live_mu;
+// The locks of every HixlImpl, for fork()'s child handler.
+std::set<Mutex *> *g_live GUARDED_BY(g_live_mu) PT_GUARDED_BY(g_live_mu) = nullptr;
+// Engines let go of in a fork; never freed.
+std::vector<std::shared_ptr<Engine>> *g_inherited GUARDED_BY(g_live_mu) PT_GUARDED_BY(g_live_mu) = nullptr;
 
 // This process's pid, read once and again in fork()'s child (whose handler
 // is installed before any engine exists). Every call checks it: a getpid()
@@ -52,36 +54,38 @@ pid_t Pid() {
   return p;
 }
 
-void LockLive() { g_live_mu.lock(); }
-void UnlockLive() { g_live_mu.unlock(); }
+// fork()'s handlers: the lock is taken before the fork and let go of after
+// it, in the parent or in the child.
+void LockLive() ACQUIRE(g_live_mu) { g_live_mu.Lock(); }
+void UnlockLive() RELEASE(g_live_mu) { g_live_mu.Unlock(); }
 // The child's one thread, the forking one, holds g_live_mu: no HixlImpl is
 // being made or destroyed. Their locks may be held by parent threads that
 // the child does not have: made anew (their data is as the fork found it).
-void ResetInChild() {
+void ResetInChild() RELEASE(g_live_mu) {
   g_pid.store(getpid(), std::memory_order_relaxed);
-  for (std::mutex *mu : *g_live) new (mu) std::mutex();
-  g_live_mu.unlock();
+  for (Mutex *mu : *g_live) new (mu) Mutex();
+  g_live_mu.Unlock();
 }
 
-void AddLive(std::initializer_list<std::mutex *> mus) {
-  std::lock_guard<std::mutex> lock(g_live_mu);
+void AddLive(std::initializer_list<Mutex *> mus) {
+  MutexLock lock(&g_live_mu);
   if (g_live == nullptr) {
-    g_live = new std::set<std::mutex *>();
+    g_live = new std::set<Mutex *>();
     g_inherited = new std::vector<std::shared_ptr<Engine>>();
     pthread_atfork(LockLive, UnlockLive, ResetInChild);
   }
   g_live->insert(mus);
 }
 
-void RemoveLive(std::initializer_list<std::mutex *> mus) {
-  std::lock_guard<std::mutex> lock(g_live_mu);
-  for (std::mutex *mu : mus) g_live->erase(mu);
+void RemoveLive(std::initializer_list<Mutex *> mus) {
+  MutexLock lock(&g_live_mu);
+  for (Mutex *mu : mus) g_live->erase(mu);
 }
 
 // Keeps a fork's copy of its parent's engine to the process's exit:
 // destroying it would shut it down. Reachable, so no leak is reported.
 void KeepInherited(std::shared_ptr<Engine> engine) {
-  std::lock_guard<std::mutex> lock(g_live_mu);
+  MutexLock lock(&g_live_mu);
   g_inherited->push_back(std::move(engine));
 }
 
@@ -97,8 +101,8 @@ class Hixl::HixlImpl {
   // The engine, or nullptr (logged) when not initialized. Callers keep the
   // returned reference for the whole call, so a Finalize racing them (which
   // the API forbids) still cannot free the engine under their feet.
-  std::shared_ptr<Engine> Get(const char *call) {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Engine> Get(const char *call) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (engine_ == nullptr) HIXL_LOGE("%s: the engine is not initialized", call);
     if (engine_ != nullptr && Forked()) {
       HIXL_LOGE("%s: the engine was initialized in process %d, of which this process (%d) is a fork: it has no "
@@ -108,15 +112,18 @@ class Hixl::HixlImpl {
     }
     return engine_;
   }
-  bool Forked() const { return Pid() != pid_; }
+  bool Forked() const REQUIRES(mu_) { return Pid() != pid_; }
 
-  std::mutex mu_;
-  std::shared_ptr<Engine> engine_;
-  pid_t pid_ = 0;  // the process that initialized engine_
+  // Guards the engine pointer (held through Initialize, briefly by every
+  // other call).
+  Mutex mu_;
+  std::shared_ptr<Engine> engine_ GUARDED_BY(mu_);
+  pid_t pid_ GUARDED_BY(mu_) = 0;  // the process that initialized engine_
   // Held through a whole Finalize: a second one, concurrent, returns only
   // when the first has shut the engine down (it promises that no engine
-  // thread touches user memory any more, e.g. to free it).
-  std::mutex finalize_mu_;
+  // thread touches user memory any more, e.g. to free it). Guards no data;
+  // taken before mu_.
+  Mutex finalize_mu_ ACQUIRED_BEFORE(mu_);
 };
 
 Hixl::Hixl() : impl_(new HixlImpl()) {}
@@ -124,7 +131,7 @@ Hixl::Hixl() : impl_(new HixlImpl()) {}
 Hixl::~Hixl() { Finalize(); }
 
 Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  MutexLock lock(&impl_->mu_);
   if (impl_->engine_ != nullptr) {
     HIXL_LOGE("Initialize %s: already initialized as %s; call Finalize first", local_engine.GetString(),
               impl_->engine_->name().c_str());
@@ -137,12 +144,12 @@ Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendS
 }
 
 void Hixl::Finalize() {
-  std::lock_guard<std::mutex> finalizing(impl_->finalize_mu_);
+  MutexLock finalizing(&impl_->finalize_mu_);
   std::shared_ptr<Engine> engine;
   bool forked = false;
   pid_t owner = 0;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu_);
+    MutexLock lock(&impl_->mu_);
     engine.swap(impl_->engine_);
     forked = impl_->Forked();
     owner = impl_->pid_;

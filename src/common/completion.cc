@@ -9,8 +9,7 @@ void Completion::PartDone(Status s) {
     refused_.store(true, std::memory_order_relaxed);
   } else {
     pending_.fetch_sub(1);
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!finished_) FinishLocked(s, lock);
+    Finish(s);
     return;
   }
   if (pending_.fetch_sub(1) == 1) LastPartDone();
@@ -23,44 +22,43 @@ void Completion::PartSkipped() {
 void Completion::LastPartDone() {
   Status s = SUCCESS;
   if (refused_.load(std::memory_order_relaxed)) s = moved_.load(std::memory_order_relaxed) ? FAILED : PARAM_INVALID;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!finished_) FinishLocked(s, lock);
+  Finish(s);
 }
 
 void Completion::Finish(Status s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!finished_) FinishLocked(s, lock);
-}
-
-void Completion::FinishLocked(Status s, std::unique_lock<std::mutex> &lock) {
-  finished_ = true;
-  status_ = s;
-  cv_.notify_all();
-  std::function<void()> fn = std::move(on_finish_);
-  lock.unlock();
+  std::function<void()> fn;
+  {
+    MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    status_ = s;
+    cv_.NotifyAll();
+    fn = std::move(on_finish_);
+  }
   if (fn) fn();
 }
 
 Status Completion::Wait(Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline.at(), [this] { return finished_; })) return TIMEOUT;
+  UniqueLock lock(&mu_);
+  if (!cv_.WaitUntil(lock, deadline.at(), [this]() REQUIRES(mu_) { return finished_; })) return TIMEOUT;
   return status_;
 }
 
 bool Completion::Poll(Status *s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (finished_) *s = status_;
   return finished_;
 }
 
 void Completion::SetOnFinish(std::function<void()> fn) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (finished_) {
-    lock.unlock();
-    if (fn) fn();
-    return;
+  {
+    MutexLock lock(&mu_);
+    if (!finished_) {
+      on_finish_ = std::move(fn);
+      return;
+    }
   }
-  on_finish_ = std::move(fn);
+  if (fn) fn();
 }
 
 }  // namespace hixl

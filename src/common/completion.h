@@ -3,12 +3,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "hixl/hixl_types.h"
 
 namespace hixl {
@@ -32,33 +31,37 @@ class Completion {
   // once (it then cancels the other parts) or when the last part is done.
   // kRefused is no such failure: the other parts go on, and the outcome is
   // known when the last one is done.
-  void PartDone(Status s);
+  void PartDone(Status s) EXCLUDES(mu_);
   // A part that stood for no work finished (the guard that keeps a batch
   // open while its parts are added): it neither moved bytes nor failed.
-  void PartSkipped();
+  void PartSkipped() EXCLUDES(mu_);
   // Waits until every part is done, one failed, or `deadline`. Returns
   // SUCCESS, the first failure, or TIMEOUT.
-  Status Wait(Deadline deadline);
+  Status Wait(Deadline deadline) EXCLUDES(mu_);
   // Non-blocking: true once finished (all done or a failure), with `*s`.
-  bool Poll(Status *s);
+  bool Poll(Status *s) EXCLUDES(mu_);
   // Marks the completion finished with `s` unless it already is.
-  void Finish(Status s);
+  // The callback (see SetOnFinish) runs on the calling thread, without
+  // the lock: it may take other locks, or this completion's again.
+  void Finish(Status s) EXCLUDES(mu_);
   // Called once when the completion finishes (from the finishing thread).
-  void SetOnFinish(std::function<void()> fn);
+  void SetOnFinish(std::function<void()> fn) EXCLUDES(mu_);
 
  private:
-  void FinishLocked(Status s, std::unique_lock<std::mutex> &lock);
   // Called by the part that was last: the outcome when no part failed.
-  void LastPartDone();
+  void LastPartDone() EXCLUDES(mu_);
 
+  // The part counts, without the lock: each part adds or takes one, and
+  // the one that takes the last finishes the completion (under mu_).
   std::atomic<size_t> pending_{0};
   std::atomic<bool> moved_{false};    // some part succeeded
   std::atomic<bool> refused_{false};  // some part was refused
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool finished_ = false;
-  Status status_ = SUCCESS;
-  std::function<void()> on_finish_;
+  // Guards the outcome, for waiters (cv_) and pollers on other threads.
+  Mutex mu_;
+  CondVar cv_;
+  bool finished_ GUARDED_BY(mu_) = false;
+  Status status_ GUARDED_BY(mu_) = SUCCESS;
+  std::function<void()> on_finish_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

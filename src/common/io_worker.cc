@@ -40,7 +40,7 @@ bool IoWorker::Start() {
 
 void IoWorker::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
   }
@@ -92,7 +92,7 @@ bool IoWorker::Modify(Pollable *p, uint32_t events) {
 bool IoWorker::Post(std::function<void()> fn) {
   bool taken = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_ && !OnWorkerThread()) {
       // The loop is gone or going: drop the task. Whatever it owned (e.g. a
       // stream whose Add came too late) is released with it, closing its fd.
@@ -108,7 +108,7 @@ bool IoWorker::Post(std::function<void()> fn) {
 
 void IoWorker::PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_ && !OnWorkerThread()) return;
     timers_.emplace(when, std::move(fn));
   }
@@ -124,7 +124,7 @@ void IoWorker::Wake() {
 void IoWorker::RunPosted() {
   std::vector<std::function<void()>> tasks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     tasks.swap(posted_);
     if (!timers_.empty()) {
       auto now = std::chrono::steady_clock::now();
@@ -146,7 +146,7 @@ void IoWorker::Loop() {
   while (!stop_.load()) {
     int timeout_ms = 100;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!timers_.empty()) {
         auto wait = timers_.begin()->first - std::chrono::steady_clock::now();
         // Rounded up: waking early would only spin.
@@ -186,12 +186,12 @@ void IoWorker::Loop() {
   // submitting its next round). Run them, and what they post, too.
   for (int round = 0;; ++round) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (posted_.empty()) break;
     }
     if (round == 1000) {  // tasks that keep posting tasks: a bug somewhere, not a reason to hang
       HIXL_LOGE("%s: tasks still posted after 1000 rounds of shutting down; dropping them", name_.c_str());
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       posted_.clear();
       break;
     }

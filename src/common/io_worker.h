@@ -11,10 +11,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace hixl {
 
@@ -56,28 +57,32 @@ class IoWorker {
   bool Modify(Pollable *p, uint32_t events);
   // Runs `fn` on the worker thread, soon. Once the worker has stopped, `fn`
   // is dropped and Post returns false (the caller finishes what it stood for).
-  bool Post(std::function<void()> fn);
+  bool Post(std::function<void()> fn) EXCLUDES(mu_);
   // Runs `fn` on the worker thread at `when` (give or take a millisecond).
-  void PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);
+  void PostAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) EXCLUDES(mu_);
   bool OnWorkerThread() const { return std::this_thread::get_id() == thread_.get_id(); }
   size_t load() const { return load_.load(std::memory_order_relaxed); }
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
   void Wake();
-  void RunPosted();
+  // Runs the tasks posted and the timers due (without mu_: they post more).
+  void RunPosted() EXCLUDES(mu_);
 
   const std::string name_;
+  // Set by Start before the thread exists, constant after: read without a lock.
   int epfd_ = -1;
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> load_{0};
-  std::mutex mu_;
-  bool stopped_ = false;
-  std::vector<std::function<void()>> posted_;
-  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;  // under mu_
-  std::map<Pollable *, std::shared_ptr<Pollable>> owned_;  // worker thread only
+  // Guards the queues other threads post to; never held while a task,
+  // a timer or a pollable runs.
+  Mutex mu_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  std::vector<std::function<void()>> posted_ GUARDED_BY(mu_);
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_ GUARDED_BY(mu_);
+  std::map<Pollable *, std::shared_ptr<Pollable>> owned_;  // worker thread only: no lock
 };
 
 // Round-robin over the least loaded of a fixed set of workers.

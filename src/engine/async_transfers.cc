@@ -19,7 +19,7 @@ std::atomic<uint64_t> AsyncTransfers::next_id_{1};
 
 TransferReq AsyncTransfers::Add(const std::shared_ptr<AsyncTransfer> &t) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     t->id = next_id_.fetch_add(1, std::memory_order_relaxed);
     reqs_[t->id] = t;
     if (t->deadline.at() != Deadline::Never().at()) by_deadline_.emplace(t->deadline.at(), t->id);
@@ -65,7 +65,7 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
   auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(req));
   std::shared_ptr<AsyncTransfer> t;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = reqs_.find(id);
     if (it == reqs_.end()) {
       HIXL_LOGE("GetTransferStatus: request %p is unknown or was already reported finished", req);
@@ -83,7 +83,7 @@ Status AsyncTransfers::Query(TransferReq req, TransferStatus *status) {
   if (*status != TransferStatus::WAITING) {
     // Another thread polling the same request may have seen it finish too:
     // only the one that takes it out of the table reports it.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = reqs_.find(id);
     if (it == reqs_.end()) {
       HIXL_LOGE("GetTransferStatus: request %p was reported finished to another caller meanwhile", req);
@@ -118,7 +118,7 @@ void AsyncTransfers::QueryMany(const GetTransferStatusArgs &args, std::vector<Tr
     for (const auto &link : links) link->data().Progress();
   }
   results->clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = reqs_.begin(); it != reqs_.end() && results->size() < args.max_query_count;) {
     TransferStatus st = it->second->status.load();
     if (st == TransferStatus::WAITING && args.skip_waiting) {
@@ -147,7 +147,7 @@ AsyncTransfers::Table::iterator AsyncTransfers::EraseLocked(Table::iterator it) 
 
 std::vector<std::shared_ptr<AsyncTransfer>> AsyncTransfers::Waiting() {
   std::vector<std::shared_ptr<AsyncTransfer>> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto &[id, t] : reqs_) {
     if (t->status.load() == TransferStatus::WAITING) out.push_back(t);
   }
@@ -157,7 +157,7 @@ std::vector<std::shared_ptr<AsyncTransfer>> AsyncTransfers::Waiting() {
 void AsyncTransfers::ExpireOverdue() {
   std::vector<std::shared_ptr<AsyncTransfer>> overdue;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const Clock::time_point now = Clock::now();
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
       auto it = reqs_.find(by_deadline_.begin()->second);  // gone: reported already

@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "engine/batch_check.h"
 #include "engine/link.h"
 #include "engine/relay.h"
@@ -24,6 +24,9 @@
 
 namespace hixl {
 
+// No lock of its own: the fields are set before Add publishes the request
+// (id under AsyncTransfers::mu_), then read only; `link`, `hold` and
+// `relay` are let go of once, by Release, which `stage` hands to one thread.
 struct AsyncTransfer {
   uint64_t id = 0;
   const void *user_data = nullptr;
@@ -50,38 +53,41 @@ class AsyncTransfers {
   // Registers `t` (assigning its id) and arms its completion: when it
   // finishes, the rest is cancelled, pins and link released, status set,
   // but not before Submitted(t).
-  TransferReq Add(const std::shared_ptr<AsyncTransfer> &t);
+  TransferReq Add(const std::shared_ptr<AsyncTransfer> &t) EXCLUDES(mu_);
   // Every frame of `t` has been handed to its streams.
   static void Submitted(const std::shared_ptr<AsyncTransfer> &t);
   // PARAM_INVALID for an unknown or already reported request.
-  Status Query(TransferReq req, TransferStatus *status);
-  void QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results);
+  Status Query(TransferReq req, TransferStatus *status) EXCLUDES(mu_);
+  void QueryMany(const GetTransferStatusArgs &args, std::vector<TransferResult> *results) EXCLUDES(mu_);
   // Finishes with TIMEOUT every request past its deadline (costs what is
   // overdue, not what is kept).
-  void ExpireOverdue();
+  void ExpireOverdue() EXCLUDES(mu_);
   // Finishes every request still waiting with FAILED (Finalize).
-  void FailAll();
+  void FailAll() EXCLUDES(mu_);
 
  private:
-  std::vector<std::shared_ptr<AsyncTransfer>> Waiting();
+  std::vector<std::shared_ptr<AsyncTransfer>> Waiting() EXCLUDES(mu_);
   // Cancels what is left of a finished request, releases it, sets status.
   static void Release(AsyncTransfer &t);
   // A waiting request: times it out when overdue, otherwise helps it along.
   void Poll(AsyncTransfer &t);
 
-  std::mutex mu_;
+  // Guards the two tables; never held while a request is finished,
+  // cancelled or helped along (that runs callbacks and takes the links'
+  // locks). A request's own state is in atomics, read without it.
+  Mutex mu_;
   // Ids are unique in the process (as memory handles are): a request of
   // another engine, or of this one before Finalize, is unknown here, never
   // mistaken for one of ours.
   static std::atomic<uint64_t> next_id_;
   using Table = std::map<uint64_t, std::shared_ptr<AsyncTransfer>>;
-  // Takes a reported request out of both tables; with mu_.
-  Table::iterator EraseLocked(Table::iterator it);
-  Table reqs_;  // by id: submission order
+  // Takes a reported request out of both tables.
+  Table::iterator EraseLocked(Table::iterator it) REQUIRES(mu_);
+  Table reqs_ GUARDED_BY(mu_);  // by id: submission order
   // Ids by deadline, for ExpireOverdue to look only at the overdue ones: the
   // finished requests an application has not asked about yet stay in reqs_
   // (they must be reported), and the housekeeper runs every 100 ms.
-  std::multimap<Clock::time_point, uint64_t> by_deadline_;
+  std::multimap<Clock::time_point, uint64_t> by_deadline_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -58,7 +58,7 @@ BufferPool::~BufferPool() {
 void BufferPool::Acquire(Ready ready) {
   Buffer *b = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (free_.empty()) {
       waiters_.push_back(std::move(ready));
       return;
@@ -72,7 +72,7 @@ void BufferPool::Acquire(Ready ready) {
 void BufferPool::Release(Buffer *b) {
   Ready next;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (waiters_.empty()) {
       free_.push_back(b);
       return;
@@ -84,7 +84,7 @@ void BufferPool::Release(Buffer *b) {
 }
 
 size_t BufferPool::free_count() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return free_.size();
 }
 

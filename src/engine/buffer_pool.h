@@ -8,8 +8,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace hixl {
 
@@ -31,17 +32,20 @@ class BufferPool {
   // Calls `ready` with a buffer: now, on this thread, if one is free; else
   // later, on the thread that releases one. (Called from within a `ready`,
   // either hands over after that `ready` returns: no recursion.)
-  void Acquire(Ready ready);
-  void Release(Buffer *b);
-  size_t free_count();
+  void Acquire(Ready ready) EXCLUDES(mu_);
+  void Release(Buffer *b) EXCLUDES(mu_);
+  size_t free_count() EXCLUDES(mu_);
 
  private:
+  // Made by the constructor, constant after: read without a lock.
   const size_t size_;
   void *mapping_ = nullptr;
   std::vector<Buffer> buffers_;
-  std::mutex mu_;
-  std::vector<Buffer *> free_;
-  std::deque<Ready> waiters_;
+  // Guards the free buffers and the waiters; never held while a waiter's
+  // callback runs.
+  Mutex mu_;
+  std::vector<Buffer *> free_ GUARDED_BY(mu_);
+  std::deque<Ready> waiters_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -3,7 +3,7 @@
 namespace hixl {
 
 bool ConnectPool::Submit(const std::string &key, std::function<void()> task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (stopping_ || waiting_ >= capacity_) return false;
   if (workers_.empty()) {
     for (size_t i = 0; i < threads_; ++i) workers_.emplace_back([this] { Run(); });
@@ -12,28 +12,28 @@ bool ConnectPool::Submit(const std::string &key, std::function<void()> task) {
   q.push_back(std::move(task));
   ++waiting_;
   if (q.size() == 1 && running_.count(key) == 0) ready_.push_back(key);
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
 void ConnectPool::Stop() {
   std::vector<std::thread> workers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     pending_.clear();
     ready_.clear();
     waiting_ = 0;
     workers.swap(workers_);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   for (auto &t : workers) t.join();
 }
 
 void ConnectPool::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(&mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+    cv_.Wait(lock, [this]() REQUIRES(mu_) { return stopping_ || !ready_.empty(); });
     if (stopping_) return;
     std::string key = ready_.front();
     ready_.pop_front();
@@ -42,9 +42,9 @@ void ConnectPool::Run() {
     it->second.pop_front();
     --waiting_;
     running_.insert(key);
-    lock.unlock();
+    lock.Unlock();
     task();
-    lock.lock();
+    lock.Lock();
     running_.erase(key);
     it = pending_.find(key);
     if (it != pending_.end()) {
@@ -52,7 +52,7 @@ void ConnectPool::Run() {
         pending_.erase(it);
       } else {
         ready_.push_back(key);
-        cv_.notify_one();
+        cv_.NotifyOne();
       }
     }
   }

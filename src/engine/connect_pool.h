@@ -5,16 +5,16 @@
 // `threads` threads. At most `capacity` tasks wait to start.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace hixl {
 
@@ -27,23 +27,26 @@ class ConnectPool {
 
   // False when `capacity` tasks are already waiting (or the pool stopped).
   // Threads start with the first task.
-  bool Submit(const std::string &key, std::function<void()> task);
+  bool Submit(const std::string &key, std::function<void()> task) EXCLUDES(mu_);
   // Drops the tasks that have not started, waits for those running, joins.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
  private:
-  void Run();
+  void Run() EXCLUDES(mu_);  // a thread's loop; tasks run without mu_
 
   const size_t threads_;
   const size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  size_t waiting_ = 0;
-  std::map<std::string, std::deque<std::function<void()>>> pending_;
-  std::set<std::string> running_;
-  std::deque<std::string> ready_;  // keys with a pending task and none running
-  std::vector<std::thread> workers_;
+  // Guards the queues and the thread list; the threads wait on cv_ for a
+  // ready key. A task's caller may hold its own locks while it submits
+  // (Engine::connect_mu_): the pool's lock comes after them.
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  size_t waiting_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::deque<std::function<void()>>> pending_ GUARDED_BY(mu_);
+  std::set<std::string> running_ GUARDED_BY(mu_);
+  std::deque<std::string> ready_ GUARDED_BY(mu_);  // keys with a pending task and none running
+  std::vector<std::thread> workers_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -82,14 +82,14 @@ Engine::~Engine() { Shutdown(); }
 void Engine::Shutdown() {
   if (stopping_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(house_mu_);
-    house_cv_.notify_all();
+    MutexLock lock(&house_mu_);
+    house_cv_.NotifyAll();
   }
   if (housekeeper_.joinable()) housekeeper_.join();
   {
     // Connects in progress (pool tasks included) give up: see LinkParams::cancel.
-    std::lock_guard<std::mutex> lock(connect_mu_);
-    connect_cv_.notify_all();
+    MutexLock lock(&connect_mu_);
+    connect_cv_.NotifyAll();
   }
   connect_pool_.Stop();
   // Peers on this host copy into our memory themselves: they forget every
@@ -103,7 +103,7 @@ void Engine::Shutdown() {
     revocations.push_back(revocation_.Start({r->addr, r->len}, /*tell_tcp=*/false));
   }
   {
-    std::lock_guard<std::mutex> lock(dereg_mu_);
+    MutexLock lock(&dereg_mu_);
     for (const auto &[handle, u] : unconfirmed_) revocations.push_back(u.revocation);
   }
   const auto until = std::chrono::steady_clock::now() + kRevokeLimit;
@@ -176,8 +176,8 @@ Status Engine::DeregisterMem(MemHandle handle) {
   // A second call for the same handle returns only when the first is done,
   // not at once because the handle is already gone from the registry.
   const auto id = reinterpret_cast<uintptr_t>(handle);
-  std::unique_lock<std::mutex> lock(dereg_mu_);
-  dereg_cv_.wait(lock, [&] { return deregistering_.count(id) == 0; });
+  UniqueLock lock(&dereg_mu_);
+  dereg_cv_.Wait(lock, [&]() REQUIRES(dereg_mu_) { return deregistering_.count(id) == 0; });
   std::shared_ptr<Region> r = registry_.Revoke(handle);
   uint64_t revocation = 0;
   if (r == nullptr) {
@@ -187,7 +187,7 @@ Status Engine::DeregisterMem(MemHandle handle) {
     revocation = it->second.revocation;
   }
   deregistering_.insert(id);
-  lock.unlock();
+  lock.Unlock();
   // Every peer forgets the region. Those on this host copy into our memory
   // themselves: they finish copies into it before they answer, and we wait
   // for them. Those over tcp, whose frames into it we refuse anyway, are
@@ -202,14 +202,14 @@ Status Engine::DeregisterMem(MemHandle handle) {
   if (confirmed) {
     for (auto &t : transports_) t->OnDeregister(*r);
   }
-  lock.lock();
+  lock.Lock();
   deregistering_.erase(id);
   if (confirmed) {
     unconfirmed_.erase(id);
   } else {
     unconfirmed_[id] = Unconfirmed{r, revocation};
   }
-  dereg_cv_.notify_all();
+  dereg_cv_.NotifyAll();
   if (!confirmed) {
     HIXL_LOGE("DeregisterMem %p (0x%" PRIxPTR "+%zu): a peer on this host may still be copying into it; the memory "
               "must stay mapped; call DeregisterMem again to wait for it",

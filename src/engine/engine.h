@@ -13,11 +13,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,6 +23,7 @@
 
 #include "common/address.h"
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "engine/async_transfers.h"
 #include "engine/buffer_pool.h"
 #include "engine/relay.h"
@@ -54,14 +53,14 @@ class Engine {
   void Shutdown();
 
   Status RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle);
-  Status DeregisterMem(MemHandle handle);
+  Status DeregisterMem(MemHandle handle) EXCLUDES(dereg_mu_);
 
   Status Connect(const std::string &remote, int32_t timeout_ms);
   Status Disconnect(const std::string &remote, int32_t timeout_ms);
-  Status ConnectAsync(const std::string &remote, int32_t timeout_ms);
-  Status DisconnectAsync(const std::string &remote, int32_t timeout_ms);
-  Status GetAsyncConnectStatus(const std::string &remote, AsyncConnectStatus &status);
-  Status GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses);
+  Status ConnectAsync(const std::string &remote, int32_t timeout_ms) EXCLUDES(connect_mu_);
+  Status DisconnectAsync(const std::string &remote, int32_t timeout_ms) EXCLUDES(connect_mu_);
+  Status GetAsyncConnectStatus(const std::string &remote, AsyncConnectStatus &status) EXCLUDES(connect_mu_);
+  Status GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) EXCLUDES(connect_mu_);
 
   Status TransferSync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                       int32_t timeout_ms);
@@ -107,7 +106,8 @@ class Engine {
   // Opens a link to `key` and adds it to the table. ALREADY_CONNECTED when a
   // working link exists. With `out`, the link (new or existing) is handed
   // back in use, so that nothing can close it as idle in between.
-  Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline, LinkRef *out = nullptr);
+  Status OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline, LinkRef *out = nullptr)
+      EXCLUDES(connect_mu_);
   // The link a call to `key` should use, connecting first when AutoConnect
   // is on or the channel pool closed the link. NOT_CONNECTED, FAILED (broken
   // link, no AutoConnect) or a connect failure otherwise; all logged.
@@ -117,14 +117,15 @@ class Engine {
   // why each transport was not used).
   Status ChooseTransport(Link &link, const EngineAddress &addr, const wire::HelloAck &ack, Deadline deadline);
   void CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *why);
-  void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status);
+  void SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status) EXCLUDES(connect_mu_);
   // st, or NOT_CONNECT where st is CONNECTED but the link to key has gone since.
   AsyncConnectStatus StillConnected(const std::string &key, AsyncConnectStatus st);
-  // Keeps async_connect_ at most kMaxAsyncConnects long. With connect_mu_.
-  void ForgetOldAsyncConnectsLocked();
+  // Keeps async_connect_ at most kMaxAsyncConnects long.
+  void ForgetOldAsyncConnectsLocked() REQUIRES(connect_mu_);
   static constexpr size_t kMaxAsyncConnects = 4096;
-  Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect);
-  void Housekeeping();
+  Status QueueConnectTask(const char *call, const std::string &remote, int32_t timeout_ms, bool connect)
+      EXCLUDES(connect_mu_);
+  void Housekeeping() EXCLUDES(house_mu_);
 
   // engine.cc
   // The transports protocol_desc allows, in the order a link tries them,
@@ -166,10 +167,13 @@ class Engine {
   BufferPool pool_;
   LinkTable links_;
   Revocation revocation_;
+  // Guards the two sets of handles below; dereg_cv_ wakes a DeregisterMem
+  // waiting for another of the same handle. Not held while peers and pins
+  // are waited for; taken before the registry's lock (Revoke).
+  Mutex dereg_mu_;
+  CondVar dereg_cv_;
   // Handles whose DeregisterMem is under way (waiting for peers and pins).
-  std::mutex dereg_mu_;
-  std::condition_variable dereg_cv_;
-  std::set<uintptr_t> deregistering_;
+  std::set<uintptr_t> deregistering_ GUARDED_BY(dereg_mu_);
   // Handles whose DeregisterMem returned FAILED because a peer on this host
   // did not confirm it stopped copying into the region: the next
   // DeregisterMem of the handle waits for that revocation again.
@@ -177,7 +181,7 @@ class Engine {
     std::shared_ptr<Region> region;  // keeps the handle's value from being reused
     uint64_t revocation = 0;
   };
-  std::map<uintptr_t, Unconfirmed> unconfirmed_;  // under dereg_mu_
+  std::map<uintptr_t, Unconfirmed> unconfirmed_ GUARDED_BY(dereg_mu_);
   AsyncTransfers async_;
   ConnectPool connect_pool_;
   std::vector<std::unique_ptr<IoWorker>> workers_;
@@ -191,16 +195,23 @@ class Engine {
   // to, so that it is made after and destroyed before them.
   Serving serving_;
 
-  std::mutex connect_mu_;  // guards connecting_ and async_connect_
-  std::condition_variable connect_cv_;
-  std::set<std::string> connecting_;
-  std::map<std::string, AsyncConnectEntry> async_connect_;
-  uint64_t async_seq_ = 0;
+  // Guards the connects under way and the async connect statuses;
+  // connect_cv_ wakes a Connect waiting for another to the same remote (and
+  // all of them at Shutdown). Held briefly, never while dialing. Taken
+  // before the link table's lock (OpenLink looks a link up under it) and
+  // the connect pool's (QueueConnectTask submits under it).
+  Mutex connect_mu_;
+  CondVar connect_cv_;
+  std::set<std::string> connecting_ GUARDED_BY(connect_mu_);
+  std::map<std::string, AsyncConnectEntry> async_connect_ GUARDED_BY(connect_mu_);
+  uint64_t async_seq_ GUARDED_BY(connect_mu_) = 0;
 
   // Heartbeats and async deadlines.
   std::thread housekeeper_;
-  std::mutex house_mu_;
-  std::condition_variable house_cv_;
+  // Guards no data (stopping_ is an atomic): the housekeeper sleeps on
+  // house_cv_ under it, and Shutdown wakes it.
+  Mutex house_mu_;
+  CondVar house_cv_;
 };
 
 }  // namespace hixl

@@ -54,9 +54,10 @@ void Engine::CloseLinks(std::vector<std::shared_ptr<Link>> &links, const char *w
 Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadline deadline, LinkRef *out) {
   std::vector<std::shared_ptr<Link>> stale;
   {
-    std::unique_lock<std::mutex> lock(connect_mu_);
+    UniqueLock lock(&connect_mu_);
     // One connect per remote at a time; a second caller waits for the first.
-    if (!connect_cv_.wait_until(lock, deadline.at(), [&] { return connecting_.count(key) == 0 || stopping_; })) {
+    if (!connect_cv_.WaitUntil(lock, deadline.at(),
+                               [&]() REQUIRES(connect_mu_) { return connecting_.count(key) == 0 || stopping_; })) {
       HIXL_LOGE("Connect %s: another connect to it did not finish in time", key.c_str());
       return TIMEOUT;
     }
@@ -109,9 +110,9 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
     link->Close("no transport");
   }
   {
-    std::lock_guard<std::mutex> lock(connect_mu_);
+    MutexLock lock(&connect_mu_);
     connecting_.erase(key);
-    connect_cv_.notify_all();
+    connect_cv_.NotifyAll();
   }
   if (s == SUCCESS && stopping_) {
     // Shutdown may have emptied the table before we added to it.
@@ -244,7 +245,7 @@ Status Engine::UseLink(const char *call, const std::string &key, Deadline deadli
 }
 
 void Engine::SetAsyncStatus(const std::string &key, uint64_t seq, AsyncConnectStatus status) {
-  std::lock_guard<std::mutex> lock(connect_mu_);
+  MutexLock lock(&connect_mu_);
   auto it = async_connect_.find(key);
   if (it == async_connect_.end() || it->second.seq != seq) return;  // a later task's now, or forgotten
   if (status == AsyncConnectStatus::NOT_CONNECT) {
@@ -279,7 +280,7 @@ Status Engine::QueueConnectTask(const char *call, const std::string &remote, int
     // Status, submission and (if the queue is full) roll-back under one lock:
     // a task of an earlier call finishing in between could otherwise have its
     // result overwritten by the roll-back.
-    std::lock_guard<std::mutex> lock(connect_mu_);
+    MutexLock lock(&connect_mu_);
     const uint64_t seq = ++async_seq_;
     auto it = async_connect_.find(key);
     const bool had_previous = it != async_connect_.end();
@@ -340,7 +341,7 @@ Status Engine::GetAsyncConnectStatus(const std::string &remote, AsyncConnectStat
   if (s != SUCCESS) return s;
   AsyncConnectStatus st = AsyncConnectStatus::NOT_CONNECT;
   {
-    std::lock_guard<std::mutex> lock(connect_mu_);
+    MutexLock lock(&connect_mu_);
     auto it = async_connect_.find(key);
     if (it != async_connect_.end()) st = it->second.status;
   }
@@ -357,7 +358,7 @@ Status Engine::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> 
   {
     // Spelling and status from one look at the entry: a task queued in
     // between cannot pair a newer status with an older spelling.
-    std::lock_guard<std::mutex> lock(connect_mu_);
+    MutexLock lock(&connect_mu_);
     for (const auto &[key, entry] : async_connect_) seen.push_back({key, entry.given, entry.status});
   }
   statuses.clear();
@@ -370,11 +371,11 @@ void Engine::Housekeeping() {
   const auto tick = std::chrono::milliseconds(100);
   const auto hb_every = std::chrono::milliseconds(hb > 0 ? std::clamp<int64_t>(hb / 4, 100, 1000) : 1000);
   auto next_hb = std::chrono::steady_clock::now() + hb_every;
-  std::unique_lock<std::mutex> lock(house_mu_);
+  UniqueLock lock(&house_mu_);
   while (!stopping_) {
-    house_cv_.wait_for(lock, tick, [this] { return stopping_.load(); });
+    house_cv_.WaitFor(lock, tick, [this] { return stopping_.load(); });
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     async_.ExpireOverdue();
     std::vector<std::shared_ptr<Link>> idle;
     links_.Trim(&idle);
@@ -388,7 +389,7 @@ void Engine::Housekeeping() {
         }
       }
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -20,7 +20,7 @@ LinkTable::LinkTable(const EngineOptions &opts)
       low_(opts.has_waterlines ? Mark(opts.max_channel, opts.low_waterline) : 0) {}
 
 LinkRef LinkTable::Acquire(const std::string &name, bool *evicted) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = links_.find(name);
   if (evicted != nullptr) *evicted = it == links_.end() && evicted_.count(name) != 0;
   return it == links_.end() ? LinkRef() : LinkRef(it->second);
@@ -55,7 +55,7 @@ void LinkTable::TrimLocked(const Link *spare, std::vector<std::shared_ptr<Link>>
 }
 
 Status LinkTable::Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr<Link>> *closed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (links_.size() >= max_) EvictLocked(max_ - 1, nullptr, closed);
   if (links_.size() >= max_) {
     HIXL_LOGE("channel pool: %zu links, all busy, is channel_pool.max_channel; cannot add %s", links_.size(),
@@ -70,7 +70,7 @@ Status LinkTable::Insert(std::shared_ptr<Link> link, std::vector<std::shared_ptr
 }
 
 std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *expected, bool *was_evicted) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (expected == nullptr) {
     bool evicted = evicted_.erase(name) != 0;
     if (was_evicted != nullptr) *was_evicted = evicted;
@@ -83,19 +83,19 @@ std::shared_ptr<Link> LinkTable::Remove(const std::string &name, const Link *exp
 }
 
 void LinkTable::Trim(std::vector<std::shared_ptr<Link>> *closed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   TrimLocked(nullptr, closed);
 }
 
 std::vector<std::shared_ptr<Link>> LinkTable::All() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::shared_ptr<Link>> out;
   for (const auto &[name, l] : links_) out.push_back(l);
   return out;
 }
 
 std::vector<std::shared_ptr<Link>> LinkTable::TakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::shared_ptr<Link>> out;
   for (auto &[name, l] : links_) out.push_back(std::move(l));
   links_.clear();

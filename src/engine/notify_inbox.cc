@@ -5,7 +5,7 @@
 namespace hixl {
 
 Status NotifyInbox::Push(uint64_t link, const std::string &host, std::string name, std::string msg) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (entries_.size() >= kMaxUnread) {
     HIXL_LOGW_RL("notify '%s' refused: %zu notifies are unread", LogSafe(name).c_str(), entries_.size());
     return NOTIFY_FAILED;
@@ -31,7 +31,7 @@ Status NotifyInbox::Push(uint64_t link, const std::string &host, std::string nam
 std::vector<NotifyDesc> NotifyInbox::Drain() {
   std::vector<Entry> taken;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     taken.swap(entries_);
     unread_.clear();
     unread_by_host_.clear();

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "hixl/hixl_types.h"
 
 namespace hixl {
@@ -24,9 +24,9 @@ class NotifyInbox {
   // SUCCESS, or NOTIFY_FAILED when `link` already has kMaxUnreadPerLink
   // unread, its `host` (the peer's address) kMaxUnreadPerHost, or the inbox
   // kMaxUnread.
-  Status Push(uint64_t link, const std::string &host, std::string name, std::string msg);
+  Status Push(uint64_t link, const std::string &host, std::string name, std::string msg) EXCLUDES(mu_);
   // Every notify received so far, in arrival order; the inbox forgets them.
-  std::vector<NotifyDesc> Drain();
+  std::vector<NotifyDesc> Drain() EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -34,10 +34,12 @@ class NotifyInbox {
     std::string name;
     std::string msg;
   };
-  std::mutex mu_;
-  std::vector<Entry> entries_;
-  std::map<uint64_t, size_t> unread_;             // by link
-  std::map<std::string, size_t> unread_by_host_;
+  // Guards the notifies and their counts: I/O threads push, the user's
+  // thread drains.
+  Mutex mu_;
+  std::vector<Entry> entries_ GUARDED_BY(mu_);
+  std::map<uint64_t, size_t> unread_ GUARDED_BY(mu_);  // by link
+  std::map<std::string, size_t> unread_by_host_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -37,7 +37,7 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
   round->done = std::make_shared<Completion>();
   bool more = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(&mu_);
     if (finished_ || next_ == pieces_.size()) {
       pool_->Release(b);  // cancelled or failed meanwhile, or nothing left
       return;
@@ -46,7 +46,7 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
       pool_->Release(b);
       finished_ = true;
       // Outside the lock: finishing the batch may cancel this relay.
-      lock.unlock();
+      lock.Unlock();
       done_->PartDone(TIMEOUT);
       return;
     }
@@ -82,7 +82,7 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
   // Cancel found nothing of it on the channel yet, so stop it now.
   bool stop;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop = finished_;
     round->submitted = true;
   }
@@ -101,7 +101,7 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
   bool all_done = false;
   Status failed = SUCCESS;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     rounds_.erase(std::remove(rounds_.begin(), rounds_.end(), round), rounds_.end());
     --in_flight_;
     if (!finished_) {
@@ -136,14 +136,14 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
 void Relay::Cancel() {
   std::vector<std::shared_ptr<Round>> rounds;
   {
-    std::lock_guard<std::mutex> lock(mu_);  // waits for a copy in progress
+    MutexLock lock(&mu_);  // waits for a copy in progress
     finished_ = true;
     rounds = rounds_;
   }
   for (const auto &r : rounds) {
     bool submitted;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       submitted = r->submitted;
     }
     if (!submitted) continue;  // OnBuffer stops it after its Submit

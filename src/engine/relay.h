@@ -7,11 +7,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "engine/buffer_pool.h"
 #include "transport/channel.h"
 
@@ -29,7 +29,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void Run() { RequestBuffer(); }
   // After it returns, no round touches the caller's memory any more and no
   // new round starts.
-  void Cancel();
+  void Cancel() EXCLUDES(mu_);
 
  private:
   struct Round {
@@ -37,14 +37,15 @@ class Relay : public std::enable_shared_from_this<Relay> {
     std::vector<Piece> user;     // the caller's pieces this round carries
     std::vector<Piece> staged;   // the same, with local addresses in the buffer
     std::shared_ptr<Completion> done;
-    bool submitted = false;  // under mu_
+    bool submitted = false;  // under the relay's mu_
   };
 
   Relay() = default;
-  void RequestBuffer();
-  void OnBuffer(BufferPool::Buffer *b);
-  void OnRoundDone(const std::shared_ptr<Round> &round);
+  void RequestBuffer() EXCLUDES(mu_);
+  void OnBuffer(BufferPool::Buffer *b) EXCLUDES(mu_);
+  void OnRoundDone(const std::shared_ptr<Round> &round) EXCLUDES(mu_);
 
+  // Set by Create, constant after: read without a lock.
   std::shared_ptr<void> keepalive_;
   Channel *channel_ = nullptr;
   BufferPool *pool_ = nullptr;
@@ -53,13 +54,17 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::shared_ptr<Completion> done_;
   Deadline deadline_ = Deadline::Never();
 
-  std::mutex mu_;          // held while copying to or from the caller's memory
-  size_t next_ = 0;        // next piece to pack
-  size_t offset_ = 0;      // bytes of pieces_[next_] already packed
-  size_t in_flight_ = 0;   // rounds submitted and not finished
-  size_t rounds_ok_ = 0;   // rounds that succeeded
-  bool finished_ = false;  // done_ has had its part
-  std::vector<std::shared_ptr<Round>> rounds_;
+  // Guards the progress below, and is held while copying to or from the
+  // caller's memory, so that Cancel returns only after such a copy. Taken
+  // before the buffer pool's lock (a buffer given back under it goes to the
+  // next waiter only after this relay's callback returns: see BufferPool).
+  Mutex mu_;
+  size_t next_ GUARDED_BY(mu_) = 0;        // next piece to pack
+  size_t offset_ GUARDED_BY(mu_) = 0;      // bytes of pieces_[next_] already packed
+  size_t in_flight_ GUARDED_BY(mu_) = 0;   // rounds submitted and not finished
+  size_t rounds_ok_ GUARDED_BY(mu_) = 0;   // rounds that succeeded
+  bool finished_ GUARDED_BY(mu_) = false;  // done_ has had its part
+  std::vector<std::shared_ptr<Round>> rounds_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -11,7 +11,7 @@ size_t Revocation::Pending::DirectOwing() const {
 }
 
 void Revocation::AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Peer &peer = peers_[stream.get()];
   peer = Peer{};
   peer.stream = stream;
@@ -19,29 +19,29 @@ void Revocation::AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct
 }
 
 void Revocation::SetIndirect(ControlPeer *stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = peers_.find(stream);
   if (it != peers_.end()) it->second.direct = false;
 }
 
 void Revocation::RemovePeer(ControlPeer *stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   peers_.erase(stream);
 }
 
 void Revocation::OnAck(uint64_t id, ControlPeer *stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto peer = peers_.find(stream);
   if (peer != peers_.end() && peer->second.told.erase(id) > 0) peer->second.late = false;
   auto it = waiting_.find(id);
-  if (it != waiting_.end() && it->second->owing.erase(stream) > 0) cv_.notify_all();
+  if (it != waiting_.end() && it->second->owing.erase(stream) > 0) cv_.NotifyAll();
 }
 
 uint64_t Revocation::Start(const wire::RegionInfo &region, bool tell_tcp) {
   std::vector<std::shared_ptr<ControlPeer>> streams;
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     id = next_id_++;
     auto p = std::make_shared<Pending>();
     p->region = region;
@@ -70,12 +70,12 @@ uint64_t Revocation::Start(const wire::RegionInfo &region, bool tell_tcp) {
 }
 
 void Revocation::WaitTcp(uint64_t id, std::chrono::milliseconds limit) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(&mu_);
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;
   const std::shared_ptr<Pending> p = it->second;
   // The tcp peers still to answer that are not late (a closed one answered).
-  auto awaited = [&] {
+  auto awaited = [&]() REQUIRES(mu_) {
     std::vector<Peer *> out;
     for (const auto &[raw, entry] : p->owing) {
       auto peer = peers_.find(raw);
@@ -83,7 +83,7 @@ void Revocation::WaitTcp(uint64_t id, std::chrono::milliseconds limit) {
     }
     return out;
   };
-  if (cv_.wait_for(lock, limit, [&] { return awaited().empty() || forgotten_.count(id) != 0; })) return;
+  if (cv_.WaitFor(lock, limit, [&]() REQUIRES(mu_) { return awaited().empty() || forgotten_.count(id) != 0; })) return;
   const auto late = awaited();
   for (Peer *peer : late) peer->late = true;
   HIXL_LOGW("revoking region 0x%llx+%llu: %zu peer(s) over tcp did not answer within %lld ms; not waited for until "
@@ -94,12 +94,13 @@ void Revocation::WaitTcp(uint64_t id, std::chrono::milliseconds limit) {
 }
 
 bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(&mu_);
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return forgotten_.count(id) == 0;  // confirmed (and erased) meanwhile, or given up on
   const std::shared_ptr<Pending> p = it->second;
-  auto forgotten = [&] { return forgotten_.count(id) != 0; };
-  if (cv_.wait_for(lock, limit, [&] { return p->DirectOwing() == 0 || forgotten(); }) && p->DirectOwing() == 0) {
+  auto forgotten = [&]() REQUIRES(mu_) { return forgotten_.count(id) != 0; };
+  if (cv_.WaitFor(lock, limit, [&]() REQUIRES(mu_) { return p->DirectOwing() == 0 || forgotten(); }) &&
+      p->DirectOwing() == 0) {
     // (tcp peers still owing: their late answers find no entry, which is fine.)
     it = waiting_.find(id);
     if (it != waiting_.end() && it->second == p) waiting_.erase(it);
@@ -122,12 +123,12 @@ bool Revocation::Wait(uint64_t id, std::chrono::milliseconds limit) {
 }
 
 void Revocation::Forget(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return;  // confirmed
   forgotten_.insert(id);
   waiting_.erase(it);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 }  // namespace hixl

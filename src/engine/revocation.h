@@ -27,14 +27,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "control/peer_handler.h"
 #include "wire/messages.h"
 
@@ -43,31 +42,32 @@ namespace hixl {
 class Revocation {
  public:
   // A peer's control stream; `direct`: it copies into our memory itself.
-  void AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct);
+  void AddPeer(const std::shared_ptr<ControlPeer> &stream, bool direct) EXCLUDES(mu_);
   // It chose a transport that does not copy into our memory itself (USING): a tcp-like peer from now on.
   // Revocations it owes as a direct peer are still waited for.
-  void SetIndirect(ControlPeer *stream);
-  void RemovePeer(ControlPeer *stream);
+  void SetIndirect(ControlPeer *stream) EXCLUDES(mu_);
+  void RemovePeer(ControlPeer *stream) EXCLUDES(mu_);
   static constexpr size_t kMaxTcpUnanswered = 256;
 
   // Sends REVOKE for `region` to every direct peer, and with `tell_tcp` to
   // every tcp peer (see kMaxTcpUnanswered); returns the revocation's id to
   // wait on.
-  uint64_t Start(const wire::RegionInfo &region, bool tell_tcp);
+  uint64_t Start(const wire::RegionInfo &region, bool tell_tcp) EXCLUDES(mu_);
   // Waits up to `limit` for the tcp peers of revocation `id` that are not
   // late to answer; those that did not are late from now on (logged) until
   // they answer one. Never hangs up.
-  void WaitTcp(uint64_t id, std::chrono::milliseconds limit);
+  void WaitTcp(uint64_t id, std::chrono::milliseconds limit) EXCLUDES(mu_);
   // Waits up to `limit` for every direct peer of revocation `id` to confirm.
   // True: all did (the id is forgotten). False (logged): the ones that did
   // not are hung up on, and the id stays, to Wait on again (or Forget).
   // Always false once the id was forgotten unconfirmed.
-  bool Wait(uint64_t id, std::chrono::milliseconds limit);
-  void Forget(uint64_t id);
+  bool Wait(uint64_t id, std::chrono::milliseconds limit) EXCLUDES(mu_);
+  void Forget(uint64_t id) EXCLUDES(mu_);
   // `stream` answered revocation `id` (or closed, which is as good).
-  void OnAck(uint64_t id, ControlPeer *stream);
+  void OnAck(uint64_t id, ControlPeer *stream) EXCLUDES(mu_);
 
  private:
+  // Peer and Pending are under the Revocation's mu_ (their maps are).
   struct Peer {
     std::weak_ptr<ControlPeer> stream;
     bool direct = false;
@@ -82,16 +82,21 @@ class Revocation {
     size_t DirectOwing() const;
   };
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t next_id_ = 1;
-  std::map<ControlPeer *, Peer> peers_;
+  // Guards the peers and the revocations under way; cv_ wakes the waiters
+  // on an answer. Never held while a stream runs anything: pushes and
+  // hang-ups are posted to its worker (Wait posts under it, so it comes
+  // before a worker's lock).
+  Mutex mu_;
+  CondVar cv_;
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<ControlPeer *, Peer> peers_ GUARDED_BY(mu_);
   // Shared: several callers may Wait on one id (a retried DeregisterMem and
-  // Finalize), and one may erase it while another still waits.
-  std::map<uint64_t, std::shared_ptr<Pending>> waiting_;
+  // Finalize), and one may erase it while another still waits. The Pending
+  // objects too are read and written only under mu_.
+  std::map<uint64_t, std::shared_ptr<Pending>> waiting_ GUARDED_BY(mu_);
   // Ids given up on (Finalize): a Wait on one is not a confirmation, unlike
   // a Wait on an id that is gone because it was confirmed.
-  std::set<uint64_t> forgotten_;
+  std::set<uint64_t> forgotten_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -45,7 +45,7 @@ Status Serving::OnHello(const wire::Hello &hello, const std::shared_ptr<ControlP
     }
     *direct = !via.empty();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       direct_via_[control.get()] = via;
     }
     // Counted among the peers to revoke from before it gets the table.
@@ -62,7 +62,7 @@ bool Serving::OnUsing(ControlPeer *control, const std::string &who, uint16_t tra
   }
   bool direct = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = direct_via_.find(control);
     direct = it != direct_via_.end() &&
              std::find(it->second.begin(), it->second.end(), transport) != it->second.end();
@@ -82,7 +82,7 @@ Status Serving::OnNotify(uint64_t link_key, const std::string &peer, wire::Notif
 
 void Serving::OnControlClosed(ControlPeer *control) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     direct_via_.erase(control);
   }
   revocation_.RemovePeer(control);

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/address.h"
+#include "common/mutex.h"
 #include "control/peer_handler.h"
 #include "engine/notify_inbox.h"
 #include "engine/revocation.h"
@@ -54,10 +54,12 @@ class Serving final : public PeerHandler {
   const std::vector<std::unique_ptr<Transport>> &transports_;
   const std::atomic<bool> &stopping_;
 
-  std::mutex mu_;
+  // Guards direct_via_ only (the I/O threads of many peers handshake at
+  // once); not held while the revocation's lock is taken.
+  Mutex mu_;
   // The transports (wire ids) that answered a control peer as one reaching
-  // our memory itself (see TransportAnswer::direct). Under mu_.
-  std::map<ControlPeer *, std::vector<uint16_t>> direct_via_;
+  // our memory itself (see TransportAnswer::direct).
+  std::map<ControlPeer *, std::vector<uint16_t>> direct_via_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

@@ -19,8 +19,8 @@ namespace {
 // the lock there, or be counted as waiting (which made the child's exit wait
 // for ever in the condition variable's destructor).
 struct Unpin {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;  // guards nothing: the pin counts are atomics; it orders the wake-ups
+  CondVar cv;
 };
 Unpin *g_unpin = new Unpin();
 const int g_unpin_atfork = pthread_atfork(nullptr, nullptr, [] { g_unpin = new Unpin(); });
@@ -110,15 +110,15 @@ void PinSet::Release() {
 }
 
 void Registry::NotifyUnpinned() {
-  std::lock_guard<std::mutex> lock(g_unpin->mu);
-  g_unpin->cv.notify_all();
+  MutexLock lock(&g_unpin->mu);
+  g_unpin->cv.NotifyAll();
 }
 
 Status Registry::Register(uintptr_t addr, size_t len, const MemoryKind &memory, const Prepare &prepare,
                           MemHandle *handle) {
-  std::lock_guard<std::mutex> serial(register_mu_);
+  MutexLock serial(&register_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto same = by_range_.find({addr, len});
     if (same != by_range_.end()) {
       *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(same->second));
@@ -142,7 +142,7 @@ Status Registry::Register(uintptr_t addr, size_t len, const MemoryKind &memory, 
     Status s = prepare(*r);
     if (s != SUCCESS) return s;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++generation_;
   by_id_[r->id] = r;
   by_range_[{addr, len}] = r->id;
@@ -156,7 +156,7 @@ void Registry::Deregister(MemHandle handle) {
 }
 
 std::shared_ptr<Region> Registry::Revoke(MemHandle handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_id_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)));
   if (it == by_id_.end()) {
     HIXL_LOGI("DeregisterMem: handle %p is not registered; nothing to do", handle);
@@ -175,10 +175,10 @@ std::shared_ptr<Region> Registry::Revoke(MemHandle handle) {
 void Registry::WaitUnpinned(const Region &r) {
   auto last_log = std::chrono::steady_clock::now();
   Unpin *unpin = g_unpin;
-  std::unique_lock<std::mutex> lock(unpin->mu);
+  UniqueLock lock(&unpin->mu);
   while (r.pins.load() != 0) {
     // The timed wait also covers an unpin that raced with revoked=true.
-    unpin->cv.wait_for(lock, std::chrono::milliseconds(5));
+    unpin->cv.WaitFor(lock, std::chrono::milliseconds(5));
     if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(1)) {
       HIXL_LOGW("DeregisterMem: region 0x%lx+%zu still has %ld transfer(s) in flight; waiting",
                 static_cast<unsigned long>(r.addr), r.len, static_cast<long>(r.pins.load()));
@@ -188,13 +188,13 @@ void Registry::WaitUnpinned(const Region &r) {
 }
 
 std::shared_ptr<const RegionTable> Registry::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (dirty_) Rebuild();
   return table_;
 }
 
 size_t Registry::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return by_id_.size();
 }
 

@@ -7,15 +7,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "hixl/hixl_types.h"
 #include "memory/memory_kind.h"
 #include "wire/messages.h"
@@ -41,10 +40,11 @@ struct Region {
   std::atomic<unsigned> access{0};
   static constexpr unsigned kAccessKnown = 1u << 8;
   // A region not wholly accessible: the access of its parts, and when it
-  // was read (guarded by map_mu).
-  std::mutex map_mu;
-  std::shared_ptr<const AccessMap> map;
-  int64_t map_read_ms = 0;
+  // was read. map_mu guards them (looked up by whichever thread checks a
+  // batch first; `access` above is their summary, read without it).
+  Mutex map_mu;
+  std::shared_ptr<const AccessMap> map GUARDED_BY(map_mu);
+  int64_t map_read_ms GUARDED_BY(map_mu) = 0;
 
   uintptr_t end() const { return addr + len; }
   bool Contains(uintptr_t a, size_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
@@ -101,7 +101,8 @@ class Registry {
   using Prepare = std::function<Status(Region &)>;
   // SUCCESS (same handle for the same (addr, len)), RESOURCE_EXHAUSTED, or
   // what `prepare` returned. Registrations run one at a time.
-  Status Register(uintptr_t addr, size_t len, const MemoryKind &memory, const Prepare &prepare, MemHandle *handle);
+  Status Register(uintptr_t addr, size_t len, const MemoryKind &memory, const Prepare &prepare, MemHandle *handle)
+      EXCLUDES(register_mu_, mu_);
   // Host memory that no transport prepares (tests, benchmarks).
   Status Register(uintptr_t addr, size_t len, MemHandle *handle) {
     return Register(addr, len, HostMemory(), nullptr, handle);
@@ -109,14 +110,14 @@ class Registry {
   // Revokes the region and waits until nothing has it pinned. Users that
   // stall while holding a revoked region abort themselves (see TargetStream).
   // Unknown handles are ignored.
-  void Deregister(MemHandle handle);
+  void Deregister(MemHandle handle) EXCLUDES(mu_);
   // The two halves of Deregister: take the region out of every lookup and
   // refuse new pins (nullptr for an unknown handle); wait for the pins.
-  std::shared_ptr<Region> Revoke(MemHandle handle);
+  std::shared_ptr<Region> Revoke(MemHandle handle) EXCLUDES(mu_);
   void WaitUnpinned(const Region &r);
 
-  std::shared_ptr<const RegionTable> Snapshot() const;
-  size_t size() const;
+  std::shared_ptr<const RegionTable> Snapshot() const EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
 
   // Whether this process may read (need = kPageRead) or write (kPageWrite)
   // [addr, addr+len) of region `r`, which contains it. The region's map is
@@ -134,21 +135,22 @@ class Registry {
   static void NotifyUnpinned();
 
  private:
-  void Rebuild() const;  // with mu_ held; only when dirty_
+  void Rebuild() const REQUIRES(mu_);  // only when dirty_
 
   const size_t max_regions_;
   // Held for a whole Register, Prepare included (which may be slow: a
   // transport pinning memory), so that one range is prepared once; lookups
-  // take only mu_ meanwhile. Taken before mu_.
-  std::mutex register_mu_;
-  mutable std::mutex mu_;
-  uint64_t generation_ = 0;  // under mu_: one more for every change
-  std::map<uint64_t, std::shared_ptr<Region>> by_id_;
-  std::map<std::pair<uintptr_t, size_t>, uint64_t> by_range_;
+  // take only mu_ meanwhile. Guards no data of its own.
+  Mutex register_mu_ ACQUIRED_BEFORE(mu_);
+  // Guards the tables; held briefly (a lookup takes the snapshot).
+  mutable Mutex mu_;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;  // one more for every change
+  std::map<uint64_t, std::shared_ptr<Region>> by_id_ GUARDED_BY(mu_);
+  std::map<std::pair<uintptr_t, size_t>, uint64_t> by_range_ GUARDED_BY(mu_);
   // Rebuilt lazily, at the first Snapshot after a change, so that registering
   // many regions in a row costs O(n log n) in all rather than per region.
-  mutable bool dirty_ = false;
-  mutable std::shared_ptr<const RegionTable> table_ =
+  mutable bool dirty_ GUARDED_BY(mu_) = false;
+  mutable std::shared_ptr<const RegionTable> table_ GUARDED_BY(mu_) =
       std::make_shared<RegionTable>(std::vector<std::shared_ptr<Region>>());
 };
 

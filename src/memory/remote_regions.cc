@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "memory/range_search.h"
 
@@ -46,7 +45,7 @@ RemoteRegions::RemoteRegions() : table_(std::make_shared<RemoteTable>()) {}
 void RemoteRegions::Replace(std::vector<wire::RegionEntry> entries, uint64_t order) {
   std::shared_ptr<const RemoteTable> old;
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(&mu_);
     old = table_;
   }
   // Built outside the lock (a table may hold 65536 entries); applied below
@@ -63,7 +62,7 @@ void RemoteRegions::Replace(std::vector<wire::RegionEntry> entries, uint64_t ord
       regions.push_back(std::make_shared<const RemoteRegion>(RemoteRegion{e.range, e.kind, std::move(e.sections)}));
     }
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(&mu_);
   if (order < table_order_) return;  // a newer table is in place
   table_order_ = order;
   // (Revocations too may be applied out of order: not sorted.)
@@ -71,7 +70,8 @@ void RemoteRegions::Replace(std::vector<wire::RegionEntry> entries, uint64_t ord
                                    [order](const auto &t) { return t.first <= order; }),
                     tombstones_.end());
   // What was revoked after this table was sent is not in it any more.
-  for (const auto &[at, gone] : tombstones_) {
+  for (const auto &tombstone : tombstones_) {
+    const wire::RegionInfo &gone = tombstone.second;  // (clang 14 cannot capture a structured binding)
     regions.erase(std::remove_if(regions.begin(), regions.end(),
                                  [&](const auto &r) { return r->range.addr == gone.addr && r->range.len == gone.len; }),
                   regions.end());
@@ -80,7 +80,7 @@ void RemoteRegions::Replace(std::vector<wire::RegionEntry> entries, uint64_t ord
 }
 
 void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(&mu_);
   // A table sent after the revocation reflects it already (it holds the
   // region only if it was registered again since).
   if (order < table_order_) return;
@@ -101,15 +101,17 @@ void RemoteRegions::Revoke(uint64_t addr, uint64_t len, uint64_t order) {
   table_ = std::make_shared<const RemoteTable>(std::move(rest), /*sorted=*/true);
 }
 
-void RemoteRegions::WaitForHolds() { std::unique_lock<std::shared_mutex> lock(mu_); }
+void RemoteRegions::WaitForHolds() {
+  WriterLock wait_for_holds(&mu_);  // taken and let go: no Hold was alive in between
+}
 
 bool RemoteRegions::Contains(uint64_t addr, uint64_t len) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   return table_->Find(addr, len) != nullptr;
 }
 
 std::shared_ptr<const RemoteTable> RemoteRegions::Snapshot() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   return table_;
 }
 

@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <shared_mutex>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "wire/messages.h"
 
 namespace hixl {
@@ -63,27 +63,30 @@ class RemoteRegions {
   // they may apply out of order: a table is applied without the regions
   // revoked after it, and not at all if a later table was applied already.
   // Entries equal to ones in place are kept as they are (the same objects).
-  void Replace(std::vector<wire::RegionEntry> entries, uint64_t order = 0);
+  void Replace(std::vector<wire::RegionEntry> entries, uint64_t order = 0) EXCLUDES(mu_);
   // Removes the region (addr, len) exactly; waits for Holds using it. Not
   // when the table in place was sent after the revocation.
-  void Revoke(uint64_t addr, uint64_t len, uint64_t order);
-  bool Contains(uint64_t addr, uint64_t len) const;
+  void Revoke(uint64_t addr, uint64_t len, uint64_t order) EXCLUDES(mu_);
+  bool Contains(uint64_t addr, uint64_t len) const EXCLUDES(mu_);
   // The table in place now.
-  std::shared_ptr<const RemoteTable> Snapshot() const;
+  std::shared_ptr<const RemoteTable> Snapshot() const EXCLUDES(mu_);
   // Returns once no Hold taken before the call is alive: a copy that checks,
   // under its Hold, a flag set before this call sees it.
-  void WaitForHolds();
+  void WaitForHolds() EXCLUDES(mu_);
 
   // While alive, no Replace/Revoke can happen: ranges checked with
-  // Contains stay valid.
-  class Hold {
+  // Contains stay valid. (A shared hold of the table's lock.)
+  class SCOPED_CAPABILITY Hold {
    public:
-    explicit Hold(const RemoteRegions &r) : lock_(r.mu_), table_(r.table_.get()) {}
+    explicit Hold(const RemoteRegions &r) ACQUIRE_SHARED(r.mu_) : lock_(&r.mu_), table_(r.table_.get()) {}
+    ~Hold() RELEASE() {}
+    Hold(const Hold &) = delete;
+    Hold &operator=(const Hold &) = delete;
     bool Contains(uint64_t addr, uint64_t len) const { return table_->Find(addr, len) != nullptr; }
 
    private:
-    std::shared_lock<std::shared_mutex> lock_;
-    const RemoteTable *table_;
+    ReaderLock lock_;
+    const RemoteTable *table_;  // r.table_ as it stays while lock_ is held
   };
 
  private:
@@ -92,11 +95,13 @@ class RemoteRegions {
   // just read a frame.
   static constexpr size_t kMaxTombstones = 4096;
 
-  mutable std::shared_mutex mu_;
-  std::shared_ptr<const RemoteTable> table_;  // under mu_; never null
-  uint64_t table_order_ = 0;                  // under mu_: of the table applied last
-  // Under mu_: (order, region), newer than table_order_, by arrival.
-  std::deque<std::pair<uint64_t, wire::RegionInfo>> tombstones_;
+  // Guards the table: shared by lookups and by copies under a Hold (a
+  // syscall's worth each), exclusive to replace it.
+  mutable SharedMutex mu_;
+  std::shared_ptr<const RemoteTable> table_ GUARDED_BY(mu_);  // never null
+  uint64_t table_order_ GUARDED_BY(mu_) = 0;                  // of the table applied last
+  // (order, region), newer than table_order_, by arrival.
+  std::deque<std::pair<uint64_t, wire::RegionInfo>> tombstones_ GUARDED_BY(mu_);
 };
 
 }  // namespace hixl

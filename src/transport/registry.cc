@@ -7,7 +7,7 @@
 namespace hixl {
 
 void TransportRegistry::Add(TransportInfo info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto &e : entries_) {
     if (e.name == info.name) {
       e = std::move(info);
@@ -19,7 +19,7 @@ void TransportRegistry::Add(TransportInfo info) {
 }
 
 bool TransportRegistry::Find(const std::string &protocol, TransportInfo *out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto &e : entries_) {
     if (e.name == protocol || std::find(e.aliases.begin(), e.aliases.end(), protocol) != e.aliases.end()) {
       if (out != nullptr) *out = e;
@@ -32,7 +32,7 @@ bool TransportRegistry::Find(const std::string &protocol, TransportInfo *out) co
 bool TransportRegistry::Knows(const std::string &protocol) const { return Find(protocol, nullptr); }
 
 std::vector<TransportInfo> TransportRegistry::All() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return entries_;
 }
 

@@ -5,10 +5,10 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "transport/transport.h"
 
 namespace hixl {
@@ -39,8 +39,10 @@ class TransportRegistry {
   std::vector<TransportInfo> All() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<TransportInfo> entries_;  // under mu_
+  // Guards the entries: tests add theirs while engines of earlier tests
+  // may still look them up.
+  mutable Mutex mu_;
+  std::vector<TransportInfo> entries_ GUARDED_BY(mu_);
 };
 
 // This build's transports (made at first use by BuildTransports, in

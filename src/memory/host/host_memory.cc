@@ -3,9 +3,9 @@
 // registered to serve READs, and a WRITE into it is refused, not a fault.
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "memory/host/page_access.h"
 #include "memory/memory_kind.h"
 #include "memory/registry.h"
@@ -25,7 +25,7 @@ class HostKind final : public MemoryKind {
   Status CheckRegistration(uintptr_t, size_t, std::string *) const override { return SUCCESS; }
 
   bool AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need) const override {
-    std::lock_guard<std::mutex> lock(r.map_mu);
+    MutexLock lock(&r.map_mu);
     if (r.map != nullptr && (r.map->Access(addr, len) & need) == need) return true;
     const int64_t now = SteadyMillis();
     // Refused by a map read a moment ago: refused. Read longer ago (or

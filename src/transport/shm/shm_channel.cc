@@ -95,7 +95,7 @@ ShmChannel::ShmChannel(pid_t pid, int pidfd, const RemoteRegions *regions, std::
 ShmChannel::~ShmChannel() {
   std::vector<const Completion *> all;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     for (const auto &j : core_->jobs) all.push_back(j->done.get());
   }
   for (const auto *c : all) core_->Cancel(c);
@@ -115,7 +115,7 @@ void ShmChannel::Close(const char *why) {
 bool ShmChannel::broken() const { return core_->closed.load() || !core_->alive(); }
 
 bool ShmChannel::idle() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   return core_->jobs.empty();
 }
 
@@ -142,7 +142,7 @@ void ShmChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
   }
   done->AddParts(jobs.size());
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     core_->jobs.insert(core_->jobs.end(), jobs.begin(), jobs.end());
   }
   // The caller would only sleep meanwhile: it copies the first share itself
@@ -177,7 +177,7 @@ void ShmChannel::Core::Run(const std::shared_ptr<Job> &job) {
 void ShmChannel::Progress() {
   std::shared_ptr<Job> job;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     for (const auto &j : core_->jobs) {
       if (!j->claimed.load(std::memory_order_relaxed)) {
         if (j->bytes <= kStealBytes) job = j;
@@ -190,7 +190,7 @@ void ShmChannel::Progress() {
 
 void ShmChannel::Core::Drop(const std::shared_ptr<Job> &job, Status s) {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     jobs.remove(job);
   }
   job->done->PartDone(s);
@@ -202,7 +202,7 @@ Status ShmChannel::Core::Copy(Job &job) {
   size_t piece = 0;
   size_t offset = 0;  // into job.pieces[piece]
   while (piece < job.pieces.size()) {
-    std::lock_guard<std::mutex> lock(job.mu);
+    MutexLock lock(&job.mu);
     if (job.cancelled) return FAILED;
     if (job.deadline.Expired()) {
       HIXL_LOGE("shm to pid %d: not done by the deadline", static_cast<int>(pid));
@@ -258,14 +258,14 @@ void ShmChannel::Cancel(const Completion *done) { core_->Cancel(done); }
 void ShmChannel::Core::Cancel(const Completion *done) {
   std::vector<std::shared_ptr<Job>> hit;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     for (const auto &j : jobs) {
       if (j->done.get() == done) hit.push_back(j);
     }
   }
   for (const auto &j : hit) {
     // Waits for the syscall in progress, if any; no later one starts.
-    std::lock_guard<std::mutex> lock(j->mu);
+    MutexLock lock(&j->mu);
     j->cancelled = true;
   }
 }

@@ -15,10 +15,10 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
 #include "common/io_worker.h"
@@ -64,6 +64,8 @@ class ShmChannel : public Channel {
   bool idle() const override;
 
  private:
+  // Set before the job is listed, constant after (but `claimed` and what
+  // mu guards): read without a lock.
   struct Job {
     bool is_write;
     size_t bytes = 0;
@@ -71,29 +73,35 @@ class ShmChannel : public Channel {
     std::vector<Piece> pieces;
     std::shared_ptr<Completion> done;
     Deadline deadline = Deadline::Never();
-    std::mutex mu;  // held while a syscall touches the job's memory
-    bool cancelled = false;
+    // Held while a syscall touches the job's memory, so that Cancel, which
+    // takes it, returns only when none does. Taken before the remote
+    // regions' lock (a Hold), never with Core::mu.
+    Mutex mu;
+    bool cancelled GUARDED_BY(mu) = false;
   };
   // What a queued job needs, shared with it: a job may run after the
   // channel is gone, in which case it finds itself cancelled and stops
   // before touching anything the channel pointed to.
   struct Core {
+    // Set by the channel's constructor, before any job: read without a lock.
     pid_t pid;
     int pidfd = -1;
     const RemoteRegions *regions;
     std::function<bool()> alive;
     std::atomic<bool> closed{false};
-    mutable std::mutex mu;
-    std::list<std::shared_ptr<Job>> jobs;  // running or queued
+    // Guards the list of jobs only; held briefly, never during a copy or a
+    // callback.
+    mutable Mutex mu;
+    std::list<std::shared_ptr<Job>> jobs GUARDED_BY(mu);  // running or queued
 
     ~Core();
-    void Run(const std::shared_ptr<Job> &job);
+    void Run(const std::shared_ptr<Job> &job) EXCLUDES(mu);
     // The job is over with `s`: out of the list, its part of the batch done.
-    void Drop(const std::shared_ptr<Job> &job, Status s);
+    void Drop(const std::shared_ptr<Job> &job, Status s) EXCLUDES(mu);
     // Copies one batch; SUCCESS or the reason it stopped.
-    Status Copy(Job &job);
+    Status Copy(Job &job) EXCLUDES(job.mu);
     bool TargetAlive() const;
-    void Cancel(const Completion *done);
+    void Cancel(const Completion *done) EXCLUDES(mu);
   };
 
   std::shared_ptr<Core> core_;

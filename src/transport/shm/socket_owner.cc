@@ -30,6 +30,13 @@ struct FdCloser {
 
 std::string Errno(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// NLMSG_OK(h, len), with its comparison of the u32 length and the int `len`
+// made explicit (clang's -Wsign-compare flags the macro's).
+bool NlmsgOk(const nlmsghdr *h, int len) {
+  return len >= static_cast<int>(sizeof(nlmsghdr)) && h->nlmsg_len >= sizeof(nlmsghdr) &&
+         h->nlmsg_len <= static_cast<unsigned>(len);
+}
+
 // Fills the socket id of the far end of a connection from local = our end
 // and peer = theirs: its source is our peer, its destination is us.
 bool FarEndId(const sockaddr_storage &local, const sockaddr_storage &peer, inet_diag_sockid *id) {
@@ -100,7 +107,7 @@ bool DiagFarEndInode(const sockaddr_storage &local, const sockaddr_storage &peer
     return false;
   }
   int len = static_cast<int>(n);
-  for (auto *h = reinterpret_cast<nlmsghdr *>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+  for (auto *h = reinterpret_cast<nlmsghdr *>(buf); NlmsgOk(h, len); h = NLMSG_NEXT(h, len)) {
     if (h->nlmsg_type == NLMSG_ERROR) {
       const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(h));
       *why = std::string("sock_diag: ") + std::strerror(-e->error);

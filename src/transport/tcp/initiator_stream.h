@@ -26,12 +26,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "transport/tcp/frame_reader.h"
 #include "common/io_worker.h"
 #include "transport/tcp/iov.h"
@@ -86,8 +86,8 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   ~InitiatorStream() override;
 
   int fd() const override { return polled_fd_.load(); }
-  void OnEvents(uint32_t events) override;
-  void OnShutdown() override;
+  void OnEvents(uint32_t events) EXCLUDES(mu_, sub_mu_) override;
+  void OnShutdown() EXCLUDES(mu_, sub_mu_) override;
 
   // Requests posted with `may_wait` while at least this many bytes of
   // earlier requests await their replies stay in the inbox until a reply is
@@ -100,20 +100,20 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // they are sent at once, inline; with it they may wait for the next reply
   // (see kHoldBytes). Never blocks on the wire. Returns false, leaving `reqs`
   // as they are, when the stream is closed.
-  bool Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false);
+  bool Submit(std::vector<std::unique_ptr<Request>> *reqs, bool may_wait = false) EXCLUDES(mu_, sub_mu_);
   // Submit in two steps: Enqueue only puts `reqs` in the inbox (where
   // Cancel finds them; false, leaving them, when the stream is closed), and
   // runs nothing else; Flush then sends as Submit would, and may complete
   // requests (and run their callbacks) on the calling thread.
-  bool Enqueue(std::vector<std::unique_ptr<Request>> *reqs);
-  void Flush(bool may_wait);
+  bool Enqueue(std::vector<std::unique_ptr<Request>> *reqs) EXCLUDES(sub_mu_);
+  void Flush(bool may_wait) EXCLUDES(mu_, sub_mu_);
   // Sends what waits in the inbox and receives what has arrived, on the
   // calling thread, without blocking; does nothing if someone else is doing
   // the stream's I/O. A caller polling an async request lends its thread so.
   // While it keeps polling (at least every kPollLease) the I/O worker stops
   // watching for replies, so that the two do not take turns waking up for
   // the same bytes; the worker takes over again when the polls stop.
-  void Progress();
+  void Progress() EXCLUDES(mu_, sub_mu_);
   static constexpr std::chrono::milliseconds kPollLease{2};
   // REVOKEs received and not yet acknowledged on the wire, at most. A target
   // revokes one region at a time per DeregisterMem (and has at most a few
@@ -125,14 +125,14 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   // `deadline` passes: a small synchronous transfer then costs one wake-up,
   // as a plain request/response would, instead of waking the I/O worker and
   // then the caller. Returns false, leaving `reqs`, when the stream is closed.
-  bool SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline);
+  bool SubmitAndDrive(std::vector<std::unique_ptr<Request>> *reqs, Deadline deadline) EXCLUDES(mu_, sub_mu_);
   // After it returns, no request of `c` is sent or received into user memory
   // any more. A WRITE cut in the middle of its payload is finished with
   // zeros (its remote range holds no promised content), so that the stream
   // and the other requests on it carry on.
-  void Cancel(const Completion *c);
+  void Cancel(const Completion *c) EXCLUDES(mu_, sub_mu_);
   // Fails every queued request with FAILED and closes the socket.
-  void Close(const char *why);
+  void Close(const char *why) EXCLUDES(mu_, sub_mu_);
   bool closed() const { return closed_.load(); }
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // Of those, the requests of callers: not the stream's own PINGs and
@@ -161,75 +161,88 @@ class InitiatorStream : public Pollable, public std::enable_shared_from_this<Ini
   };
   using FinishedList = std::vector<Finished>;
 
-  void SendLocked(FinishedList *fin);
-  void RecvLocked(FinishedList *fin);
-  bool OnHeaderLocked(FinishedList *fin);  // false: protocol error (stream closed)
-  void FinishFrontLocked(FinishedList *fin);
+  void SendLocked(FinishedList *fin) REQUIRES(mu_);
+  void RecvLocked(FinishedList *fin) REQUIRES(mu_);
+  bool OnHeaderLocked(FinishedList *fin) REQUIRES(mu_);  // false: protocol error (stream closed)
+  void FinishFrontLocked(FinishedList *fin) REQUIRES(mu_);
   // A frame's body is in (or it had none): its payload starts, or it is done.
-  void EndOfBodyLocked(FinishedList *fin);
+  void EndOfBodyLocked(FinishedList *fin) REQUIRES(mu_);
   // The front request's reply payload starts: where it goes.
-  void StartPayloadLocked();
+  void StartPayloadLocked() REQUIRES(mu_);
   // Completes the requests at the front that expect no reply and are sent.
-  void PopUnansweredLocked(FinishedList *fin);
-  void CloseLocked(const std::string &why, FinishedList *fin);
-  void SetOutLocked(bool on);
-  void ArmLeaseTimerLocked();  // OnLeaseTimer runs at poll_until_
-  void OnLeaseTimer();
+  void PopUnansweredLocked(FinishedList *fin) REQUIRES(mu_);
+  // Runs before_close_ (under mu_) and takes the worker's lock (Remove).
+  void CloseLocked(const std::string &why, FinishedList *fin) REQUIRES(mu_) EXCLUDES(sub_mu_);
+  void SetOutLocked(bool on) REQUIRES(mu_);
+  void ArmLeaseTimerLocked() REQUIRES(mu_);  // OnLeaseTimer runs at poll_until_
+  void OnLeaseTimer() EXCLUDES(mu_);
   // Tells the worker what to watch: EPOLLIN unless a caller is driving the
   // receive side, EPOLLOUT while sends wait for room.
-  void ApplyInterestLocked();
-  void EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs);
+  void ApplyInterestLocked() REQUIRES(mu_);
+  void EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) REQUIRES(mu_);
   // Moves the inbox onto the queue and sends; every holder of mu_ calls it
   // last, so that nothing posted meanwhile is left behind. Unless `force`d,
   // it leaves the inbox while kHoldBytes are in flight: the next reply's
   // pump sends it, in one go with whatever joins it meanwhile.
-  void PumpLocked(FinishedList *fin, bool force = true);
-  void ForgetLocked(const Request &r);
-  void PublishCountsLocked();  // queued_ and calls_queued_ from q_
+  void PumpLocked(FinishedList *fin, bool force = true) REQUIRES(mu_) EXCLUDES(sub_mu_);
+  void ForgetLocked(const Request &r) REQUIRES(mu_);
+  void PublishCountsLocked() REQUIRES(mu_);  // queued_ and calls_queued_ from q_
   // Cancel: the rest of a WRITE's payload is sent as zeros (see Cancel).
-  void PadCutWriteLocked(Request *r);  // r leaves q_: its cost and reply no longer pending
-  void Complete(FinishedList *fin);
+  void PadCutWriteLocked(Request *r) REQUIRES(mu_);  // r leaves q_: its cost and reply no longer pending
+  // Runs the callbacks of what finished: without the locks, since they may
+  // submit again (to this stream too).
+  void Complete(FinishedList *fin) EXCLUDES(mu_, sub_mu_);
 
-  // The inbox. sub_mu_ is taken inside mu_ or alone, never the other way.
-  std::mutex sub_mu_;
-  std::vector<std::unique_ptr<Request>> inbox_;  // under sub_mu_
-  bool inbox_closed_ = false;                    // under sub_mu_
-  bool may_hold_ = false;  // under sub_mu_: a reply is due and kHoldBytes are in flight
+  // Lock order: mu_, then sub_mu_ (taken inside mu_ or alone, never the
+  // other way). Under mu_ the stream also takes its worker's lock (Modify,
+  // PostAt, Remove), the fd list's (fork_fds.h) and, in before_close_, the
+  // link's remote regions' (waiting for copies in flight).
+  //
+  // Guards the inbox: callers append to it without waiting for the I/O.
+  Mutex sub_mu_ ACQUIRED_AFTER(mu_);
+  std::vector<std::unique_ptr<Request>> inbox_ GUARDED_BY(sub_mu_);
+  bool inbox_closed_ GUARDED_BY(sub_mu_) = false;
+  bool may_hold_ GUARDED_BY(sub_mu_) = false;  // a reply is due and kHoldBytes are in flight
 
-  std::mutex mu_;
-  int fd_;                       // under mu_
+  // Held for all socket I/O and so for every touch of user memory (see the
+  // top of this file); guards the queue, the socket and the reader.
+  Mutex mu_;
+  int fd_ GUARDED_BY(mu_);
   std::atomic<int> polled_fd_;   // fd_ as seen by the worker, without mu_
+  // Constant after construction: read without a lock.
   IoWorker *worker_;
   const std::string name_;
   const PushHandler on_push_;
   const std::function<void()> before_close_;
   const std::function<void()> on_abandoned_done_;
+  // Published under mu_ for readers that do not take it (the link's
+  // heartbeat, the channel pool, the write fence).
   std::atomic<bool> closed_{false};
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> calls_queued_{0};
   std::atomic<size_t> abandoned_writes_{0};
   std::atomic<int64_t> last_rx_ms_;
   std::atomic<int64_t> last_tx_ms_;
-  BufferCache buffers_;
-  std::deque<std::unique_ptr<Request>> q_;
-  size_t send_idx_ = 0;  // q_[send_idx_] is the oldest request not fully sent
-  size_t awaiting_ = 0;   // requests in q_ that expect a reply
-  uint64_t q_cost_ = 0;   // their cost
-  size_t own_ = 0;  // PINGs and REVOKE_ACKs in q_
-  size_t unacked_revokes_ = 0;  // REVOKEs in, minus REVOKE_ACKs sent and off the queue
-  uint64_t next_id_ = 1;
-  uint64_t next_seq_ = 1;
-  uint64_t rx_frames_ = 0;  // frames received whole (replies and pushes)
-  bool out_armed_ = false;
-  bool driven_ = false;      // a caller receives (SubmitAndDrive)
-  bool polled_ = false;      // pollers receive (Progress), until poll_until_
-  bool lease_timer_ = false; // the worker checks the lease at poll_until_
-  std::chrono::steady_clock::time_point poll_until_;
-  uint32_t interest_ = EPOLLIN;
+  BufferCache buffers_;  // has its own lock
+  std::deque<std::unique_ptr<Request>> q_ GUARDED_BY(mu_);
+  size_t send_idx_ GUARDED_BY(mu_) = 0;  // q_[send_idx_] is the oldest request not fully sent
+  size_t awaiting_ GUARDED_BY(mu_) = 0;  // requests in q_ that expect a reply
+  uint64_t q_cost_ GUARDED_BY(mu_) = 0;  // their cost
+  size_t own_ GUARDED_BY(mu_) = 0;  // PINGs and REVOKE_ACKs in q_
+  size_t unacked_revokes_ GUARDED_BY(mu_) = 0;  // REVOKEs in, minus REVOKE_ACKs sent and off the queue
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  uint64_t rx_frames_ GUARDED_BY(mu_) = 0;  // frames received whole (replies and pushes)
+  bool out_armed_ GUARDED_BY(mu_) = false;
+  bool driven_ GUARDED_BY(mu_) = false;      // a caller receives (SubmitAndDrive)
+  bool polled_ GUARDED_BY(mu_) = false;      // pollers receive (Progress), until poll_until_
+  bool lease_timer_ GUARDED_BY(mu_) = false; // the worker checks the lease at poll_until_
+  std::chrono::steady_clock::time_point poll_until_ GUARDED_BY(mu_);
+  uint32_t interest_ GUARDED_BY(mu_) = EPOLLIN;
 
-  FrameReader reader_;
-  wire::FrameHeader cur_;  // of the frame being read
-  bool rx_push_ = false;   // that frame is a push, not a reply
+  FrameReader reader_ GUARDED_BY(mu_);
+  wire::FrameHeader cur_ GUARDED_BY(mu_);  // of the frame being read
+  bool rx_push_ GUARDED_BY(mu_) = false;   // that frame is a push, not a reply
 };
 
 

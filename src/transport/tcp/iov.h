@@ -12,9 +12,10 @@
 #include <cerrno>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <cstdint>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace hixl::tcp {
 
@@ -73,7 +74,7 @@ class BufferCache {
   ByteBuffer Take(size_t n) {
     ByteBuffer b;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!free_.empty()) {
         b = std::move(free_.back());
         free_.pop_back();
@@ -85,20 +86,20 @@ class BufferCache {
   }
   void Give(ByteBuffer &&b) {
     if (b.capacity() == 0 || b.capacity() > kMaxKept) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (free_.size() < kMaxCount && kept_bytes_ + b.capacity() <= kMaxKeptBytes) {
       kept_bytes_ += b.capacity();
       free_.push_back(std::move(b));
     }
   }
   size_t kept_bytes() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return kept_bytes_;
   }
   // Frees what is kept (outside the lock).
   void Clear() {
     std::vector<ByteBuffer> drop;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     drop.swap(free_);
     kept_bytes_ = 0;
   }
@@ -110,9 +111,11 @@ class BufferCache {
   static constexpr size_t kMaxKeptBytes = 16u << 20;
 
  private:
-  std::mutex mu_;
-  std::vector<ByteBuffer> free_;
-  size_t kept_bytes_ = 0;  // capacity of free_
+  // Guards the buffers kept: callers take them as they plan frames, and
+  // whichever thread completes a frame gives its buffer back.
+  Mutex mu_;
+  std::vector<ByteBuffer> free_ GUARDED_BY(mu_);
+  size_t kept_bytes_ GUARDED_BY(mu_) = 0;  // capacity of free_
 };
 
 // Small segments cost the kernel more per iovec than a memcpy costs per

@@ -13,7 +13,7 @@ void Fail(std::vector<std::unique_ptr<Request>> *frames) {
 }  // namespace
 
 void WriteFence::SetStreams(std::vector<std::weak_ptr<InitiatorStream>> streams) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   streams_ = std::move(streams);
 }
 
@@ -27,14 +27,14 @@ std::vector<size_t> WriteFence::FencedLocked() const {
 }
 
 size_t WriteFence::Route() const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!parked_.empty()) return parked_stream_;
   auto fenced = FencedLocked();
   return fenced.empty() ? kAnyStream : fenced.front();
 }
 
 size_t WriteFence::Admit(std::vector<std::unique_ptr<Request>> *frames, size_t planned) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto fenced = FencedLocked();
   if (parked_.empty() && fenced.size() <= 1) return fenced.empty() ? planned : fenced.front();
   if (parked_.empty()) {
@@ -52,7 +52,7 @@ void WriteFence::Lifted() {
   std::shared_ptr<InitiatorStream> to;
   std::vector<std::unique_ptr<Request>> failed;
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (parked_.empty()) return;
     auto fenced = FencedLocked();
     if (fenced.size() > 1) return;
@@ -77,7 +77,7 @@ void WriteFence::Lifted() {
 void WriteFence::Drop(const Completion *done) {
   std::vector<std::unique_ptr<Request>> dropped;
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<std::unique_ptr<Request>> keep;
     for (auto &r : parked_) (done == nullptr || r->done.get() == done ? dropped : keep).push_back(std::move(r));
     parked_.swap(keep);
