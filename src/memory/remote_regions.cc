@@ -32,7 +32,8 @@ void RemoteRegions::Replace(std::vector<wire::RegionInfo> regions, uint64_t orde
                                    [order](const auto &t) { return t.first <= order; }),
                     tombstones_.end());
   // What was revoked after this table was sent is not in it any more.
-  for (const auto &[at, gone] : tombstones_) {
+  for (const auto &tombstone : tombstones_) {
+    const wire::RegionInfo &gone = tombstone.second;  // (clang 14 cannot capture a structured binding)
     regions.erase(std::remove_if(regions.begin(), regions.end(),
                                  [&](const wire::RegionInfo &r) { return r.addr == gone.addr && r.len == gone.len; }),
                   regions.end());
