@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# soak.sh: builds hixl_soak (build-test/) and runs it: 3 targets and 3
-# initiator processes moving and checking bytes for SECONDS (default 60)
-# while processes are killed, frozen and restarted, regions deregistered and
-# registered, links dropped. Fails on any broken invariant (docs/testing.md).
+# soak.sh: builds hixl_soak and runs it: 3 targets and 3 initiator processes
+# moving and checking bytes for SECONDS (default 60) while processes are
+# killed, frozen and restarted, regions deregistered and registered, links
+# dropped. Fails on any broken invariant (docs/testing.md).
 #
-#   ./scripts/soak.sh [SECONDS] [hixl_soak options, e.g. --initiators 4 --seed 7]
+#   ./scripts/soak.sh [SECONDS] [--asan|--tsan] [hixl_soak options, e.g. --initiators 4 --seed 7]
 #
-# The children's logs (HIXL_LOG_LEVEL, default error) and the report
-# (report.txt) go to build-test/soak/.
+# Builds in build-test/ (or build-asan/, build-tsan/, as test.sh does); the
+# children's logs (HIXL_LOG_LEVEL, default error) and the report go to
+# <build>/soak/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 shift || true
+mode=""
+case "${1:-}" in --asan|--tsan) mode=$1; shift ;; esac
 source "$root/scripts/deps.sh"
 hixl_install_deps
 
-build="$root/build-test"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+case "$mode" in
+  "") build="$root/build-test"; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  --asan) build="$root/build-asan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=address,undefined) ;;
+  --tsan) build="$root/build-tsan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=thread) ;;
+esac
+cmake -S "$root" -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)" --target hixl_soak
 out="$build/soak"
 rm -rf "$out"
 mkdir -p "$out"
 export HIXL_LOG_LEVEL=${HIXL_LOG_LEVEL:-error}
-echo "== soak: ${seconds}s (logs in $out) =="
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+echo "== soak: ${seconds}s ${mode:+(${mode#--}) }(logs in $out) =="
 "$build/tests/hixl_soak" --seconds "$seconds" --dir "$out" "$@" | tee "$out/report.txt"
