@@ -15,6 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 shift || true
 source "$root/scripts/deps.sh"
+source "$root/scripts/modes.sh"
 HIXL_DEBS+=(clang libclang-rt-14-dev)
 hixl_install_deps
 
@@ -29,8 +30,6 @@ if [ ${#targets[@]} -eq 0 ]; then
   for bin in "$build"/fuzz/hixl_fuzz_*; do targets+=("${bin##*/hixl_fuzz_}"); done
 fi
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$build/crash" "$build/log"
 
 run_one() {

@@ -16,21 +16,14 @@ shift || true
 mode=""
 case "${1:-}" in --asan|--tsan) mode=$1; shift ;; esac
 source "$root/scripts/deps.sh"
+source "$root/scripts/modes.sh"
 hixl_install_deps
 
-case "$mode" in
-  "") build="$root/build-test"; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  --asan) build="$root/build-asan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=address,undefined) ;;
-  --tsan) build="$root/build-tsan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=thread) ;;
-esac
+hixl_mode "$mode"
 cmake -S "$root" -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)" --target hixl_soak
 out="$build/soak"
 rm -rf "$out"
 mkdir -p "$out"
-export HIXL_LOG_LEVEL=${HIXL_LOG_LEVEL:-error}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 echo "== soak: ${seconds}s ${mode:+(${mode#--}) }(logs in $out) =="
 "$build/tests/hixl_soak" --seconds "$seconds" --dir "$out" "$@" | tee "$out/report.txt"
