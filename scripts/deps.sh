@@ -8,6 +8,7 @@ HIXL_DEBS=(
   libgtest-dev nlohmann-json3-dev libcli11-dev
   pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pytest python3-setuptools
   python3-matplotlib
+  iproute2 nftables
 )
 
 hixl_install_deps() {
