@@ -4,7 +4,9 @@
 #
 #   ./scripts/test.sh           normal build (build-test/)
 #   ./scripts/test.sh --asan    the same suites under ASan+UBSan (build-asan/)
-#   ./scripts/test.sh --tsan    the same suites under TSan (build-tsan/)
+#   ./scripts/test.sh --tsan    the same suites under TSan (build-tsan/),
+#                               but for the few whose assertion is a tight
+#                               time bound (tsan_skip below)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/deps.sh"
@@ -17,8 +19,18 @@ hixl_mode "$mode" || { echo "usage: $0 [--asan|--tsan]" >&2; exit 2; }
 cmake -S "$root" -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
+# Under TSan (everything 5-15x slower) these measure the sanitizer, not
+# hixl; they run in the normal and ASan builds. docs/testing.md says why each.
+tsan_skip=(
+  'RevokeNotice\.ABusyPeerAnswersAheadOfItsQueuedWrites$'
+  'ShmAsync\.LongCopiesDoNotStarveHeartbeats$'
+  'ShmRevoke\.DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt$'
+)
+skip=()
+[ "$mode" = --tsan ] && skip=(-E "$(IFS='|'; echo "${tsan_skip[*]}")")
+
 echo "== C++ suites (ctest) =="
-ctest --test-dir "$build" --output-on-failure -j 2
+ctest --test-dir "$build" --output-on-failure -j 2 "${skip[@]}"
 
 if [ -d "$build/python/hixl" ] && [ -z "$mode" ]; then
   echo "== Python suites (pytest) =="
