@@ -10,6 +10,7 @@ HIXL_DEBS=(
   python3-torch
   python3-matplotlib
   libucx-dev ucx-utils
+  iproute2 nftables
 )
 
 hixl_install_deps() {

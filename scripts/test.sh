@@ -4,30 +4,33 @@
 #
 #   ./scripts/test.sh           normal build (build-test/)
 #   ./scripts/test.sh --asan    the same suites under ASan+UBSan (build-asan/)
-#   ./scripts/test.sh --tsan    the same suites under TSan (build-tsan/)
+#   ./scripts/test.sh --tsan    the same suites under TSan (build-tsan/),
+#                               but for the few whose assertion is a tight
+#                               time bound (tsan_skip below)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/deps.sh"
+source "$root/scripts/modes.sh"
 hixl_install_deps
 
 mode=${1:-}
-case "$mode" in
-  "") build="$root/build-test"; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  --asan) build="$root/build-asan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=address,undefined) ;;
-  --tsan) build="$root/build-tsan"; flags=(-DCMAKE_BUILD_TYPE=Debug -DHIXL_SANITIZE=thread) ;;
-  *) echo "usage: $0 [--asan|--tsan]" >&2; exit 2 ;;
-esac
+hixl_mode "$mode" || { echo "usage: $0 [--asan|--tsan]" >&2; exit 2; }
 
 cmake -S "$root" -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-export HIXL_LOG_LEVEL=${HIXL_LOG_LEVEL:-error}
+# Under TSan (everything 5-15x slower) these measure the sanitizer, not
+# hixl; they run in the normal and ASan builds. docs/testing.md says why each.
+tsan_skip=(
+  'RevokeNotice\.ABusyPeerAnswersAheadOfItsQueuedWrites$'
+  'ShmAsync\.LongCopiesDoNotStarveHeartbeats$'
+  'ShmRevoke\.DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt$'
+)
+skip=()
+[ "$mode" = --tsan ] && skip=(-E "$(IFS='|'; echo "${tsan_skip[*]}")")
 
 echo "== C++ suites (ctest) =="
-ctest --test-dir "$build" --output-on-failure -j 2
+ctest --test-dir "$build" --output-on-failure -j 2 "${skip[@]}"
 
 if [ -d "$build/python/hixl" ] && [ -z "$mode" ]; then
   echo "== Python suites (pytest) =="

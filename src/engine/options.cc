@@ -100,6 +100,15 @@ std::string KnownProtocols() {
   return out;
 }
 
+// A JSON value in a reason: a scalar as written (at most 64 characters), a
+// container by its kind and size. Never a container's dump(): it recurses,
+// and a value nested 100000 deep overflowed the stack.
+std::string Shown(const json &v) {
+  if (v.is_array()) return "[array of " + std::to_string(v.size()) + "]";
+  if (v.is_object()) return "{object of " + std::to_string(v.size()) + "}";
+  return LogSafe(v.dump(), 64);
+}
+
 Status Invalid(std::string *why, const std::string &text) {
   *why = text;
   return PARAM_INVALID;
@@ -111,7 +120,7 @@ Status UintField(const json &cfg, const char *key, uint64_t lo, uint64_t hi, uin
   if (it == cfg.end()) return SUCCESS;
   uint64_t v = 0;
   if (!JsonUint(*it, lo, hi, &v)) {
-    return Invalid(why, std::string("GlobalResourceConfig: ") + key + "=" + it->dump() + " is not an integer in " +
+    return Invalid(why, std::string("GlobalResourceConfig: ") + key + "=" + Shown(*it) + " is not an integer in " +
                             std::to_string(lo) + ".." + std::to_string(hi));
   }
   *out = static_cast<uint32_t>(v);
@@ -173,7 +182,7 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
   if (high != cfg.end()) {
     double h = 0, l = 0;
     if (!JsonDouble(*high, &h) || !JsonDouble(*low, &l) || !(l > 0) || !(l < h) || !(h < 1)) {
-      return Invalid(why, "GlobalResourceConfig: waterlines high=" + high->dump() + " low=" + low->dump() +
+      return Invalid(why, "GlobalResourceConfig: waterlines high=" + Shown(*high) + " low=" + Shown(*low) +
                               " must satisfy 0 < low < high < 1");
     }
     out->has_waterlines = true;
@@ -188,11 +197,11 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
       list.push_back(proto->get<std::string>());
     } else if (proto->is_array() && !proto->empty()) {
       for (const auto &e : *proto) {
-        if (!e.is_string()) return Invalid(why, "GlobalResourceConfig: protocol_desc entry " + e.dump() + " is not a string");
+        if (!e.is_string()) return Invalid(why, "GlobalResourceConfig: protocol_desc entry " + Shown(e) + " is not a string");
         list.push_back(e.get<std::string>());
       }
     } else {
-      return Invalid(why, "GlobalResourceConfig: protocol_desc=" + proto->dump() +
+      return Invalid(why, "GlobalResourceConfig: protocol_desc=" + Shown(*proto) +
                               " is not a string or a non-empty array of strings");
     }
     for (const auto &d : list) {
@@ -209,7 +218,7 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
   if (port != cfg.end()) {
     uint64_t v = 0;
     if (!JsonUint(*port, 0, 65535, &v)) {
-      return Invalid(why, "GlobalResourceConfig: comm_resource_config.listen_port=" + port->dump() +
+      return Invalid(why, "GlobalResourceConfig: comm_resource_config.listen_port=" + Shown(*port) +
                               " is not a port in 0..65535");
     }
     out->listen_port = static_cast<int32_t>(v);

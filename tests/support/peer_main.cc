@@ -15,9 +15,16 @@
 //   SWARM_WRITE <server> <raddr> <first>
 //                            -> OK <succeeded>: every swarm engine i writes its
 //                               slice to raddr + (first + i) * slice, at once
+//   STREAM WRITE|READ <remote> <id> <raddr> <block> <ms> <timeout>
+//                            -> OK <bytes> <micros> <status> <last_ms>: moves all
+//                               of buffer <id> to or from raddr in descriptors of
+//                               <block> bytes, call after call, for <ms> or until
+//                               a call fails (<status>: its code, 0 if none;
+//                               <last_ms>: how long the last call took)
 //   QUIT                     -> OK, then Finalize and exit 0
 //
-// Usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig JSON]
+// Usage: hixl_test_peer <local_engine|auto4|auto6> [GlobalResourceConfig JSON
+// or ""] [Option=value ...]
 // "auto4"/"auto6" pick a free loopback port. Prints "READY <engine name>".
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +34,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -88,7 +96,16 @@ int main(int argc, char **argv) {
     }
   }
   std::map<hixl::AscendString, hixl::AscendString> options;
-  if (argc > 2) options[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = argv[2];
+  if (argc > 2 && argv[2][0] != '\0') options[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = argv[2];
+  for (int i = 3; i < argc; ++i) {
+    std::string kv = argv[i];
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) {
+      Reply("FAILED option '" + kv + "' is not Key=value");
+      return 1;
+    }
+    options[kv.substr(0, eq).c_str()] = kv.substr(eq + 1).c_str();
+  }
   hixl::Hixl engine;
   std::string name = argv[1];
   hixl::Status s = hixl::FAILED;
@@ -194,6 +211,32 @@ int main(int argc, char **argv) {
       std::vector<hixl::TransferOpDesc> descs{{reinterpret_cast<uintptr_t>(buffers.at(id).p + off), raddr, len}};
       s = engine.TransferSync(remote.c_str(), cmd == "READ" ? hixl::READ : hixl::WRITE, descs, ms);
       Reply(s == hixl::SUCCESS ? "OK" : "ERR " + std::to_string(s));
+    } else if (cmd == "STREAM") {
+      std::string op, remote;
+      size_t id = 0, block = 0;
+      uintptr_t raddr = 0;
+      int ms = 0, timeout = 1000;
+      in >> op >> remote >> id >> raddr >> block >> ms >> timeout;
+      const Buffer &b = buffers.at(id);
+      std::vector<hixl::TransferOpDesc> descs;
+      for (size_t off = 0; block > 0 && off < b.len; off += block) {
+        descs.push_back({reinterpret_cast<uintptr_t>(b.p + off), raddr + off, std::min(block, b.len - off)});
+      }
+      using Clock = std::chrono::steady_clock;
+      const auto start = Clock::now();
+      const auto end = start + std::chrono::milliseconds(ms);
+      uint64_t bytes = 0;
+      long long last_ms = 0;
+      s = hixl::SUCCESS;
+      while (s == hixl::SUCCESS && Clock::now() < end) {
+        auto t0 = Clock::now();
+        s = engine.TransferSync(remote.c_str(), op == "READ" ? hixl::READ : hixl::WRITE, descs, timeout);
+        last_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+        if (s == hixl::SUCCESS) bytes += b.len;
+      }
+      auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+      Reply("OK " + std::to_string(bytes) + " " + std::to_string(us) + " " + std::to_string(s) + " " +
+            std::to_string(last_ms));
     } else if (cmd == "SWARM_CONNECT") {
       std::string server;
       size_t n = 0, slice = 0;

@@ -53,7 +53,8 @@ bool PeerProcess::Spawn(const std::string &mode_arg, const std::string &resource
   std::vector<std::string> args = prefix;
   args.push_back(HIXL_TEST_PEER_PATH);
   args.push_back(mode_arg);
-  if (!resource_config.empty()) args.push_back(resource_config);
+  if (!resource_config.empty() || !options.empty()) args.push_back(resource_config);
+  args.insert(args.end(), options.begin(), options.end());
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

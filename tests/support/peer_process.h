@@ -17,11 +17,13 @@ class PeerProcess {
   PeerProcess &operator=(const PeerProcess &) = delete;
 
   // Set before Start: extra environment ("KEY=value"), a file for the
-  // peer's stderr, and a command the peer runs under (e.g. {"ip", "netns",
-  // "exec", "ns1"}).
+  // peer's stderr, a command the peer runs under (e.g. {"ip", "netns",
+  // "exec", "ns1"}), and Initialize options besides GlobalResourceConfig
+  // ("AutoConnect=1").
   std::vector<std::string> env;
   std::string stderr_path;
   std::vector<std::string> prefix;
+  std::vector<std::string> options;
 
   // Starts the peer as a server on a free loopback port (ipv6: ::1).
   bool Start(bool ipv6 = false, const std::string &resource_config = "");

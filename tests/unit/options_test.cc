@@ -425,5 +425,22 @@ TEST(GlobalResourceConfigTest, FullValidConfig) {
   EXPECT_EQ(p.opts.rdma_traffic_class, 132u);
 }
 
+TEST(GlobalResourceConfigTest, AValueNestedDeepIsRefusedNotDumped) {
+  // A value nested 100000 deep is valid JSON, and json::dump() recurses:
+  // printing it in the reason overflowed the stack (Initialize crashed).
+  // It is refused, and named by its kind and size, not written out.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string fields[] = {"\"channel_pool.max_channel\": " + deep,
+                                "\"comm_resource_config.listen_port\": " + deep,
+                                "\"comm_resource_config.protocol_desc\": " + deep,
+                                "\"comm_resource_config.protocol_desc\": {\"a\": " + deep + "}",
+                                "\"channel_pool.high_waterline\": " + deep + ", \"channel_pool.low_waterline\": 0.1"};
+  for (const auto &f : fields) {
+    Parsed p = ParseGrc("{" + f + "}");
+    EXPECT_EQ(p.status, PARAM_INVALID) << f.substr(0, 40);
+    EXPECT_LT(p.why.size(), 300u) << p.why.substr(0, 300);
+  }
+}
+
 }  // namespace
 }  // namespace hixl

@@ -1,0 +1,34 @@
+// soak.h: hixl_soak, many processes moving and checking bytes for a long
+// time while they are killed, restarted, and their regions and links come
+// and go. One binary, three roles: the orchestrator (the default) spawns
+// targets and initiators as children of its own and drives the faults.
+// docs/testing.md says what is checked; scripts/soak.sh runs it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace soak {
+
+struct Args {
+  std::string role = "run";  // run | target | initiator
+  int seconds = 60;          // run: how long the churn lasts
+  int targets = 3;
+  int initiators = 3;
+  uint64_t seed = 1;
+  std::string dir = ".";     // run: where the children's logs go
+  // run: the soak checks itself: target 0 flips bytes in slots and guards,
+  // and the run passes only if both kinds were caught.
+  bool self_check = false;
+  // target and initiator: which one, and (initiator) which life of it.
+  int index = 0;
+  int incarnation = 0;
+  std::vector<int> ports;    // the targets' ports, in order
+};
+
+int RunOrchestrator(const Args &args);
+int RunTarget(const Args &args);
+int RunInitiator(const Args &args);
+
+}  // namespace soak
