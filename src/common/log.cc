@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <mutex>
 #include <strings.h>
 
 namespace hixl {
@@ -68,11 +70,24 @@ const int g_log_init = [] {
 // The application's sink and its pointer, swapped whole (a line never
 // pairs one sink with another's pointer). Old pairs are kept: a line may
 // still be using one, and sinks are set a handful of times in a process.
+// They stay reachable from a list (so leak checkers keep quiet), and setting
+// the same pair again reuses its entry, so the list does not grow with it.
 struct Sink {
   LogSink fn;
   void *user;
 };
 std::atomic<const Sink *> g_sink{nullptr};
+
+const Sink *InternSink(LogSink fn, void *user) {
+  static std::mutex mu;
+  static std::deque<Sink> *const all = new std::deque<Sink>;  // never freed: see above
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Sink &s : *all) {
+    if (s.fn == fn && s.user == user) return &s;
+  }
+  all->push_back(Sink{fn, user});  // a deque keeps earlier entries in place
+  return &all->back();
+}
 
 void Emit(LogLevel level, uint64_t suppressed, const char *file, int line, const char *fmt, va_list ap) {
   static const char kTag[] = {'E', 'W', 'I', 'D'};
@@ -107,7 +122,7 @@ bool LogEnabled(LogLevel level) { return level <= Level(); }
 void SetLogLevel(LogLevel level) { LevelVar().store(static_cast<int>(level)); }
 
 void SetLogSink(LogSink sink, void *user) {
-  g_sink.store(sink == nullptr ? nullptr : new Sink{sink, user}, std::memory_order_release);
+  g_sink.store(sink == nullptr ? nullptr : InternSink(sink, user), std::memory_order_release);
 }
 
 void LogPrintf(LogLevel level, const char *file, int line, const char *fmt, ...) {
