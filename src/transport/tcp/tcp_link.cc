@@ -20,8 +20,9 @@ uint64_t RandomNonce() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-// Runs HELLO / HELLO_ACK on a fresh socket.
-Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::HelloAck *ack, std::string *why,
+// The two halves of the handshake on a fresh socket: HELLO out, HELLO_ACK
+// in. Apart, so that the streams of a link shake hands side by side.
+Status SendHello(int fd, const wire::Hello &hello, Deadline deadline, std::string *why,
                  const std::atomic<bool> *cancel) {
   std::vector<uint8_t> body;
   wire::EncodeHello(hello, &body);
@@ -32,11 +33,13 @@ Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::Hell
   std::vector<uint8_t> frame(wire::kHeaderSize);
   wire::EncodeHeader(h, frame.data());
   frame.insert(frame.end(), body.begin(), body.end());
-  Status s = SendAll(fd, frame.data(), frame.size(), deadline, why, cancel);
-  if (s != SUCCESS) return s;
+  return SendAll(fd, frame.data(), frame.size(), deadline, why, cancel);
+}
 
+Status RecvHelloAck(int fd, Deadline deadline, wire::HelloAck *ack, std::string *why,
+                    const std::atomic<bool> *cancel) {
   uint8_t raw[wire::kHeaderSize];
-  s = RecvAll(fd, raw, sizeof(raw), deadline, why, cancel);
+  Status s = RecvAll(fd, raw, sizeof(raw), deadline, why, cancel);
   if (s != SUCCESS) return s;
   wire::FrameHeader reply;
   wire::HeaderError err = wire::DecodeHeader(raw, &reply);
@@ -49,7 +52,7 @@ Status Handshake(int fd, const wire::Hello &hello, Deadline deadline, wire::Hell
     *why = std::string("not a HIXL handshake reply (") + wire::HeaderErrorName(err) + ")";
     return FAILED;
   }
-  body.assign(reply.body_len, 0);
+  std::vector<uint8_t> body(reply.body_len);
   s = RecvAll(fd, body.data(), body.size(), deadline, why, cancel);
   if (s != SUCCESS) return s;
   if (!wire::DecodeHelloAck(body.data(), body.size(), ack)) {
@@ -81,29 +84,34 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   hello.host = params.host;
   hello.heartbeat_ms = params.heartbeat_ms;
   hello.stream_count = params.stream_total;
-  for (uint16_t i = 0; i < params.count; ++i) {
+  // Every stream dials and sends its HELLO, then every answer is read: the
+  // target answers them side by side (one round trip, not one per stream).
+  Status s = SUCCESS;
+  size_t at = 0;  // the stream a failure is about
+  for (; at < params.count; ++at) {
     int fd = -1;
-    Status s = DialTcp(params.remote, deadline, &fd, why, params.cancel);
-    if (s == SUCCESS) {
-      fds.push_back(fd);
-      hello.stream_index = static_cast<uint16_t>(params.first_index + i);
-      hello.offers = i == 0 ? params.offers : wire::Sections();
-      wire::HelloAck a;
-      s = Handshake(fd, hello, deadline, &a, why, params.cancel);
-      if (s == SUCCESS && i == 0) {
-        *ack = std::move(a);
-        if (params.after_hello && !params.after_hello(*ack, fd)) {
-          *why = "given up after the handshake";
-          close_all();
-          return FAILED;
-        }
+    if ((s = DialTcp(params.remote, deadline, &fd, why, params.cancel)) != SUCCESS) break;
+    fds.push_back(fd);
+    hello.stream_index = static_cast<uint16_t>(params.first_index + at);
+    hello.offers = at == 0 ? params.offers : wire::Sections();
+    if ((s = SendHello(fd, hello, deadline, why, params.cancel)) != SUCCESS) break;
+  }
+  for (at = s == SUCCESS ? 0 : at; s == SUCCESS && at < fds.size(); ++at) {
+    wire::HelloAck a;
+    if ((s = RecvHelloAck(fds[at], deadline, &a, why, params.cancel)) != SUCCESS) break;
+    if (at == 0) {
+      *ack = std::move(a);
+      if (params.after_hello && !params.after_hello(*ack, fds[0])) {
+        *why = "given up after the handshake";
+        s = FAILED;
+        break;
       }
     }
-    if (s != SUCCESS) {
-      *why = "stream " + std::to_string(params.first_index + i) + ": " + *why;
-      close_all();
-      return s;
-    }
+  }
+  if (s != SUCCESS) {
+    *why = "stream " + std::to_string(params.first_index + at) + ": " + *why;
+    close_all();
+    return s;
   }
   std::weak_ptr<WriteFence> fence = link->fence_;
   auto lifted = [fence] {
