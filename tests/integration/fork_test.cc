@@ -80,7 +80,10 @@ TEST(ForkTest, AChildIsNotHeldByLocksThatParentThreadsHeldAtTheFork) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      alarm(2);  // a hang ends here, not in the parent's wait
+      // A hang ends here, not in the parent's wait. The child starts and
+      // joins an engine's threads while four parent threads spin on two
+      // cores next to other tests: 2 s was once too short under ctest -j2.
+      alarm(4);
       int code = 0;
       std::vector<hixl::NotifyDesc> notifies;
       if (a.GetNotifies(notifies) != hixl::FAILED) code |= 1;  // the parent's engine: refused (and logged)
@@ -104,7 +107,7 @@ TEST(ForkTest, AChildIsNotHeldByLocksThatParentThreadsHeldAtTheFork) {
 #endif
       _exit(code);
     }
-    const int status = Reap(pid, 5);
+    const int status = Reap(pid, 8);
     if (WIFSIGNALED(status)) ++hung;
     else if (!ExitedWith0(status)) ++failed;
   }
