@@ -239,20 +239,29 @@ TEST_F(TwoHostsTest, AShapedLinkIsSharedFairlyAtItsRate) {
   for (Host *h : {a, b}) ASSERT_EQ(h->peer.Command("CONNECT " + target->peer.name() + " 3000"), "OK");
   // Both initiators write the whole 16 MiB in 1 MiB descriptors, call after
   // call, for 3 s at once (to the same target bytes: only the rate counts).
-  ASSERT_TRUE(a->SendStream("WRITE", *target, 1 << 20, 3000, 10000));
-  ASSERT_TRUE(b->SendStream("WRITE", *target, 1 << 20, 3000, 10000));
-  StreamResult ra, rb;
-  ASSERT_TRUE(ParseStream(a->peer.ReadLine(20000), &ra));
-  ASSERT_TRUE(ParseStream(b->peer.ReadLine(20000), &rb));
-  EXPECT_EQ(ra.status, "0");
-  EXPECT_EQ(rb.status, "0");
-  const double rate_a = ra.bytes * 8 / ra.seconds, rate_b = rb.bytes * 8 / rb.seconds;
-  const double total = rate_a + rate_b;
-  std::printf("shaped to %.2f Gbit/s: %.3f + %.3f = %.3f Gbit/s (%.1f %%)\n", kRateBits / 1e9, rate_a / 1e9,
-              rate_b / 1e9, total / 1e9, 100 * total / kRateBits);
-  EXPECT_GE(total, 0.9 * kRateBits);
-  EXPECT_LE(total, 1.02 * kRateBits) << "more than the shaped rate: the link was not what limited";
-  EXPECT_GE(std::min(rate_a, rate_b), 0.8 * std::max(rate_a, rate_b)) << "one link took more than its share";
+  // The shaped rate is a ceiling: other work on the machine (ctest -j2, a
+  // build) can only hold the writers below it (84 % once at a load average
+  // of 15). So up to three windows are measured: none may exceed the rate,
+  // and one must reach 90 % of it, shared fairly.
+  bool reached = false;
+  for (int window = 0; window < 3 && !reached; ++window) {
+    ASSERT_TRUE(a->SendStream("WRITE", *target, 1 << 20, 3000, 10000));
+    ASSERT_TRUE(b->SendStream("WRITE", *target, 1 << 20, 3000, 10000));
+    StreamResult ra, rb;
+    ASSERT_TRUE(ParseStream(a->peer.ReadLine(20000), &ra));
+    ASSERT_TRUE(ParseStream(b->peer.ReadLine(20000), &rb));
+    EXPECT_EQ(ra.status, "0");
+    EXPECT_EQ(rb.status, "0");
+    const double rate_a = ra.bytes * 8 / ra.seconds, rate_b = rb.bytes * 8 / rb.seconds;
+    const double total = rate_a + rate_b;
+    std::printf("window %d, shaped to %.2f Gbit/s: %.3f + %.3f = %.3f Gbit/s (%.1f %%)\n", window, kRateBits / 1e9,
+                rate_a / 1e9, rate_b / 1e9, total / 1e9, 100 * total / kRateBits);
+    EXPECT_LE(total, 1.02 * kRateBits) << "more than the shaped rate: the link was not what limited";
+    if (total < 0.9 * kRateBits) continue;
+    reached = true;
+    EXPECT_GE(std::min(rate_a, rate_b), 0.8 * std::max(rate_a, rate_b)) << "one link took more than its share";
+  }
+  EXPECT_TRUE(reached) << "no window reached 90 % of the shaped rate";
 }
 
 class AddressGoneTest : public TwoHostsTest, public ::testing::WithParamInterface<TwoHosts::Side> {};
