@@ -204,6 +204,14 @@ class AuthLink : public ::testing::TestWithParam<const char *> {
     EXPECT_TRUE(log.Has(why)) << log.All();
   }
 
+  // Stops the peer; what it logged.
+  std::string PeerLog() {
+    peer_.Stop();
+    const std::string err = ReadAll(stderr_path_);
+    unlink(stderr_path_.c_str());
+    return err;
+  }
+
   std::string stderr_path_ = "/tmp/hixl_auth_peer_" + std::to_string(getpid()) + ".log";
   PeerProcess peer_;
   hixl::Hixl engine_;
@@ -221,16 +229,14 @@ TEST_P(AuthLink, WrongKeyIsRefused) {
   KeyFile key("a shared secret of 32 bytes.....");
   KeyFile other("a shared secret of 32 bytes....,");
   Start(key.Config(), other.Config());
-  ExpectRefused("peer failed authentication: its proof does not match our key");
+  ExpectRefused("stream 0: peer failed authentication: its proof does not match our key");
 }
 
 TEST_P(AuthLink, KeylessInitiatorGetsAClearRefusalAndTheTargetLogsWho) {
   KeyFile key("a shared secret of 32 bytes.....");
   Start(key.Config(), "");
   ExpectRefused("peer requires authentication");
-  peer_.Stop();
-  const std::string err = ReadAll(stderr_path_);
-  unlink(stderr_path_.c_str());
+  const std::string err = PeerLog();
   EXPECT_NE(err.find("refusing handshake: peer requires authentication"), std::string::npos) << err;
   EXPECT_NE(err.find("(127.0.0.1:"), std::string::npos) << "the refused peer's address: " << err;
   EXPECT_EQ(err.find("a shared secret"), std::string::npos) << "the key is in the log: " << err;
@@ -240,9 +246,7 @@ TEST_P(AuthLink, KeyedInitiatorRefusesAKeylessTarget) {
   KeyFile key("a shared secret of 32 bytes.....");
   Start("", key.Config());
   ExpectRefused("peer did not authenticate itself");
-  peer_.Stop();
-  const std::string err = ReadAll(stderr_path_);
-  unlink(stderr_path_.c_str());
+  const std::string err = PeerLog();
   EXPECT_EQ(Count(err, "no auth key: any peer that can connect may read and write registered memory"), 1u) << err;
 }
 
@@ -254,9 +258,7 @@ TEST_P(AuthLink, TheEnvironmentSuppliesTheKeyAndTheOptionWins) {
   Start("", key.Config());  // our option names the right key: it wins over the environment
   unsetenv("HIXL_AUTH_KEY_FILE");
   ExpectBytesMove();
-  peer_.Stop();
-  const std::string err = ReadAll(stderr_path_);
-  unlink(stderr_path_.c_str());
+  const std::string err = PeerLog();
   EXPECT_EQ(Count(err, "no auth key"), 0u) << err;
 }
 

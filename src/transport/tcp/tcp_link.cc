@@ -154,7 +154,7 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
     hellos.push_back(hello);
   }
   for (at = s == SUCCESS ? 0 : at; s == SUCCESS && params.auth != nullptr && at < fds.size(); ++at) {
-    s = AnswerChallenge(fds[at], *params.auth, hellos[at], deadline, why, params.cancel);
+    if ((s = AnswerChallenge(fds[at], *params.auth, hellos[at], deadline, why, params.cancel)) != SUCCESS) break;
   }
   for (at = s == SUCCESS ? 0 : at; s == SUCCESS && at < fds.size(); ++at) {
     wire::HelloAck a;
