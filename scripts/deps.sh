@@ -10,6 +10,7 @@ HIXL_DEBS=(
   python3-torch
   python3-matplotlib
   libucx-dev ucx-utils
+  libssl-dev
   iproute2 nftables
 )
 

@@ -19,6 +19,7 @@ Status ControlLink::Open(const Params &params, const std::vector<std::unique_ptr
   lp.host = params.host;
   lp.offers = params.offers;
   lp.cancel = params.cancel;
+  lp.auth = params.auth;
   std::weak_ptr<RemoteRegions> weak = params.regions;
   // The handshake's table, in place before any REVOKE can be read.
   lp.after_hello = [weak](const wire::HelloAck &a, int) {

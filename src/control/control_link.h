@@ -23,6 +23,9 @@
 #include "wire/messages.h"
 
 namespace hixl {
+namespace auth {
+class Authenticator;
+}
 namespace tcp {
 class TcpLink;
 }
@@ -41,6 +44,9 @@ class ControlLink {
     // copies in flight), so that its end tells the target no copy runs.
     std::shared_ptr<RemoteRegions> regions;
     const std::atomic<bool> *cancel = nullptr;  // dialing gives up soon after it turns true
+    // Our key (nullptr: none): the handshake then proves it, and the target
+    // must prove it too (see tcp::LinkParams::auth).
+    std::shared_ptr<const auth::Authenticator> auth;
   };
 
   // Dials, shakes hands and has the whole region table before `deadline`.

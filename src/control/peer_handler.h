@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/authenticator.h"
 #include "common/io_worker.h"
 #include "hixl/hixl_types.h"
 #include "memory/registry.h"
@@ -32,6 +33,10 @@ class ControlPeer {
 class PeerHandler {
  public:
   virtual ~PeerHandler() = default;
+  // The engine's key, or nullptr (no key: peers prove nothing). With one,
+  // every stream's HELLO must carry an auth section, and OnHello is called
+  // only once the peer has proven it holds the key.
+  virtual const auth::Authenticator *authenticator() const = 0;
   // The regions peers may read and write, as of now.
   virtual std::shared_ptr<const RegionTable> Regions() = 0;
   // Judges a HELLO: SUCCESS and a filled `ack`, or a refusal with

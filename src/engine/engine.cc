@@ -12,13 +12,14 @@
 
 namespace hixl {
 
-Engine::Engine(EngineOptions opts)
+Engine::Engine(EngineOptions opts, std::shared_ptr<const auth::Authenticator> auth)
     : opts_(std::move(opts)),
+      auth_(std::move(auth)),
       registry_(opts_.max_regions),
       pool_(opts_.buffer_pool_count, static_cast<size_t>(opts_.buffer_pool_mib) << 20),
       links_(opts_),
       connect_pool_(opts_.connect_pool_threads, opts_.connect_pool_queue),
-      serving_(local_, name_, host_, registry_, revocation_, inbox_, transports_, stopping_) {}
+      serving_(local_, name_, host_, registry_, revocation_, inbox_, transports_, stopping_, auth_.get()) {}
 
 Status Engine::Create(const std::string &local_engine, const std::map<std::string, std::string> &options,
                       std::shared_ptr<Engine> *out) {
@@ -34,13 +35,36 @@ Status Engine::Create(const std::string &local_engine, const std::map<std::strin
     HIXL_LOGE("Initialize: %s", why.c_str());
     return s;
   }
-  std::shared_ptr<Engine> engine(new Engine(std::move(opts)));
+  std::shared_ptr<const auth::Authenticator> auth;
+  if ((s = LoadAuthKey(opts.auth_key_file, &auth)) != SUCCESS) return s;
+  std::shared_ptr<Engine> engine(new Engine(std::move(opts), std::move(auth)));
   s = engine->Start(local);
   if (s != SUCCESS) {
     engine->Shutdown();
     return s;
   }
   *out = std::move(engine);
+  return SUCCESS;
+}
+
+Status Engine::LoadAuthKey(const std::string &option, std::shared_ptr<const auth::Authenticator> *out) {
+  const std::string path = auth::KeyFilePath(option);
+  if (path.empty()) {
+    // Once per process, however many engines it makes.
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true)) {
+      HIXL_LOGW("no auth key: any peer that can connect may read and write registered memory (set auth.key_file "
+                "or HIXL_AUTH_KEY_FILE; see docs/security.md)");
+    }
+    return SUCCESS;
+  }
+  std::string why;
+  Status s = auth::Authenticator::FromFile(path, out, &why);
+  if (s != SUCCESS) {
+    HIXL_LOGE("Initialize: %s", why.c_str());
+    return s;
+  }
+  HIXL_LOGI("Initialize: peers must prove they hold the key in '%s'", path.c_str());
   return SUCCESS;
 }
 
@@ -243,6 +267,7 @@ Status Engine::StartTransports() {
   env.heartbeat_ms = opts_.heartbeat_ms;
   env.io_workers = &workers_;
   env.cancel = &stopping_;
+  env.auth = auth_;
   for (const auto &info : chosen) {
     auto cfg = opts_.transport_config.find(info.name);
     env.config = cfg != opts_.transport_config.end() ? cfg->second : std::map<std::string, std::string>();

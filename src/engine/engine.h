@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/authenticator.h"
 #include "common/address.h"
 #include "common/deadline.h"
 #include "common/mutex.h"
@@ -95,7 +96,11 @@ class Engine {
     std::string given;  // the remote as that task's caller spelled it (the map overload's key)
   };
 
-  explicit Engine(EngineOptions opts);
+  Engine(EngineOptions opts, std::shared_ptr<const auth::Authenticator> auth);
+  // The key of auth.key_file (`option`) or HIXL_AUTH_KEY_FILE, or none
+  // (warned about once per process). PARAM_INVALID (a bad key file) or
+  // FAILED (no libcrypto), logged.
+  static Status LoadAuthKey(const std::string &option, std::shared_ptr<const auth::Authenticator> *out);
   Status Start(const EngineAddress &local);
 
   // engine_connect.cc
@@ -159,6 +164,8 @@ class Engine {
   Status CheckTransferArgs(const char *call, const std::string &remote, TransferOp op, std::string *key);
 
   const EngineOptions opts_;
+  // Our key, or nullptr; constant (peers' streams and our links use it).
+  const std::shared_ptr<const auth::Authenticator> auth_;
   EngineAddress local_;
   std::string name_;
   wire::HostIdentity host_;

@@ -85,6 +85,7 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   params.offers = offers_;
   params.regions = link->remote_regions;
   params.cancel = &stopping_;
+  params.auth = auth_;
   wire::HelloAck ack;
   std::string why;
   Status s = ControlLink::Open(params, workers_, deadline, &link->control, &ack, &why);

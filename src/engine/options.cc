@@ -140,7 +140,8 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
       "connect_pool.thread_num",      "connect_pool.task_queue_capacity",   "channel_pool.max_channel",
       "channel_pool.high_waterline",  "channel_pool.low_waterline",         "comm_resource_config.protocol_desc",
       "comm_resource_config.listen_port", "tcp.io_threads",
-      "max_regions",                  "heartbeat.interval_ms",              "async_transfer.timeout_ms"};
+      "max_regions",                  "heartbeat.interval_ms",              "async_transfer.timeout_ms",
+      "auth.key_file"};
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     bool known = false;
     for (const char *k : kKnown) known = known || it.key() == k;
@@ -212,6 +213,14 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
       }
     }
     out->protocols = list;
+  }
+
+  auto key_file = cfg.find("auth.key_file");
+  if (key_file != cfg.end()) {
+    if (!key_file->is_string() || key_file->get<std::string>().empty()) {
+      return Invalid(why, "GlobalResourceConfig: auth.key_file=" + Shown(*key_file) + " is not a file path");
+    }
+    out->auth_key_file = key_file->get<std::string>();  // read (and checked) when the engine starts
   }
 
   auto port = cfg.find("comm_resource_config.listen_port");

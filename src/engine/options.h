@@ -44,6 +44,9 @@ struct EngineOptions {
   // tcp.streams_per_link), by transport and key, values as text: each
   // transport checks its own when the engine starts.
   std::map<std::string, std::map<std::string, std::string>> transport_config;
+  // "auth.key_file": the shared secret peers must prove (empty: see
+  // HIXL_AUTH_KEY_FILE; neither: no authentication).
+  std::string auth_key_file;
 
 };
 

@@ -24,9 +24,10 @@ class Serving final : public PeerHandler {
  public:
   // Everything given is the engine's and outlives this. `local` and `name`
   // are read only once the engine has started (before it listens).
+  // `auth`: the engine's key, or nullptr (peers prove nothing).
   Serving(const EngineAddress &local, const std::string &name, const wire::HostIdentity &host, Registry &registry,
           Revocation &revocation, NotifyInbox &inbox, const std::vector<std::unique_ptr<Transport>> &transports,
-          const std::atomic<bool> &stopping)
+          const std::atomic<bool> &stopping, const auth::Authenticator *auth = nullptr)
       : local_(local),
         name_(name),
         host_(host),
@@ -34,8 +35,10 @@ class Serving final : public PeerHandler {
         revocation_(revocation),
         inbox_(inbox),
         transports_(transports),
-        stopping_(stopping) {}
+        stopping_(stopping),
+        auth_(auth) {}
 
+  const auth::Authenticator *authenticator() const override { return auth_; }
   std::shared_ptr<const RegionTable> Regions() override { return registry_.Snapshot(); }
   Status OnHello(const wire::Hello &hello, const std::shared_ptr<ControlPeer> &control, int fd, wire::HelloAck *ack,
                  bool *direct) override;
@@ -53,6 +56,7 @@ class Serving final : public PeerHandler {
   NotifyInbox &inbox_;
   const std::vector<std::unique_ptr<Transport>> &transports_;
   const std::atomic<bool> &stopping_;
+  const auth::Authenticator *const auth_;  // the engine's key, or nullptr
 
   // Guards direct_via_ only (the I/O threads of many peers handshake at
   // once); not held while the revocation's lock is taken.

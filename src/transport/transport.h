@@ -33,6 +33,10 @@
 #include "transport/channel.h"
 #include "wire/messages.h"
 
+namespace hixl::auth {
+class Authenticator;
+}
+
 namespace hixl {
 
 class ControlLink;
@@ -55,6 +59,9 @@ struct TransportEnv {
   std::map<std::string, std::string> config;
   // Dialing and connecting give up soon after this turns true (Finalize).
   const std::atomic<bool> *cancel = nullptr;
+  // The engine's key (nullptr: none): streams a transport dials to the
+  // engine's port shake hands with it (tcp::LinkParams::auth).
+  std::shared_ptr<const auth::Authenticator> auth;
 };
 
 // What the handshake told about the peer.

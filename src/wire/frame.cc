@@ -24,6 +24,8 @@ const char *MsgTypeName(MsgType type) {
     case MsgType::kRevoke: return "REVOKE";
     case MsgType::kRevokeAck: return "REVOKE_ACK";
     case MsgType::kUsing: return "USING";
+    case MsgType::kAuthChallenge: return "AUTH_CHALLENGE";
+    case MsgType::kAuth: return "AUTH";
   }
   return "UNKNOWN";
 }
@@ -39,6 +41,7 @@ bool IsRequest(MsgType type) {
     case MsgType::kBye:
     case MsgType::kRevokeAck:
     case MsgType::kUsing:
+    case MsgType::kAuth:
       return true;
     default:
       return false;
@@ -51,7 +54,8 @@ bool ExpectsReply(MsgType request) {
 
 MsgType ReplyOf(MsgType request) {
   switch (request) {
-    case MsgType::kHello: return MsgType::kHelloAck;
+    case MsgType::kHello: return MsgType::kHelloAck;  // or AUTH_CHALLENGE (a target with a key)
+    case MsgType::kAuth: return MsgType::kHelloAck;
     case MsgType::kWriteReq: return MsgType::kWriteAck;
     case MsgType::kReadReq: return MsgType::kReadResp;
     case MsgType::kNotifyReq: return MsgType::kNotifyAck;

@@ -49,8 +49,10 @@ enum class MsgType : uint8_t {
   kRevoke = 14,      // target -> initiator, unasked: forget a region (body: region)
   kRevokeAck = 15,   // initiator -> target: done forgetting it; no reply
   kUsing = 16,       // initiator -> target, stream 0: the transport it chose for the link's data; no reply
+  kAuthChallenge = 17,  // target -> initiator, answering a HELLO with an auth section: nonce_t, mac_t
+  kAuth = 18,        // initiator -> target, after AUTH_CHALLENGE: mac_i; answered by HELLO_ACK
 };
-constexpr uint8_t kMaxMsgType = 16;
+constexpr uint8_t kMaxMsgType = 18;
 
 const char *MsgTypeName(MsgType type);
 // True for the types an initiator may send (a target accepts only these).

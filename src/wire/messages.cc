@@ -33,6 +33,7 @@ enum Field : uint16_t {
   kHost = 6,       // boot_id, u64 pid_ns, u32 uid
   kReason = 7,
   kRegionPage = 8,
+  kAuth = 9,       // HELLO: nonce_i (32 bytes), then room for more
 };
 constexpr uint16_t kTransportSection = 0x8000;
 
@@ -63,6 +64,14 @@ bool AddSection(uint16_t id, Reader body, Sections *out) {
   const uint8_t *p = body.Take(n);
   if (n > 0) s.bytes.assign(p, p + n);
   out->push_back(std::move(s));
+  return true;
+}
+
+// 32 bytes of a nonce or proof; false if fewer are left.
+bool TakeAuthBytes(Reader *r, AuthBytes *out) {
+  const uint8_t *p = r->Take(out->size());
+  if (!r->ok() || p == nullptr) return false;
+  std::memcpy(out->data(), p, out->size());
   return true;
 }
 
@@ -150,6 +159,7 @@ void EncodeHello(const Hello &m, std::vector<uint8_t> *out) {
   });
   if (m.heartbeat_ms != 0) w.Section(kHeartbeat, [&](Writer &f) { f.U32(m.heartbeat_ms); });
   w.Section(kHost, [&](Writer &f) { EncodeHost(m.host, &f); });
+  if (m.has_auth) w.Section(kAuth, [&](Writer &f) { f.Bytes(m.auth_nonce.data(), m.auth_nonce.size()); });
   EncodeSections(kTransportSection, m.offers, &w);
 }
 
@@ -159,6 +169,7 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   Reader f(nullptr, 0);
   uint32_t seen = 0;  // bits of the protocol's own fields read
   m->offers.clear();
+  m->has_auth = false;
   while (r.NextSection(&id, &f)) {
     if (id >= kTransportSection) {
       if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->offers)) return false;
@@ -180,6 +191,10 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
       case kHost:
         if (!DecodeHost(&f, &m->host)) return false;
         break;
+      case kAuth:
+        m->has_auth = TakeAuthBytes(&f, &m->auth_nonce);
+        if (!m->has_auth) return false;
+        break;  // (what follows the nonce is a newer peer's)
       default: continue;  // a field of a newer peer
     }
     if (!f.ok()) return false;
@@ -230,6 +245,27 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
     if (!f.ok()) return false;
   }
   return r.at_end() && (seen & (1u << kTargetName)) != 0 && Printable(m->target) && Printable(m->reason);
+}
+
+void EncodeAuthChallenge(const AuthChallenge &m, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.Bytes(m.nonce_t.data(), m.nonce_t.size());
+  w.Bytes(m.mac_t.data(), m.mac_t.size());
+}
+
+bool DecodeAuthChallenge(const uint8_t *data, size_t size, AuthChallenge *m) {
+  Reader r(data, size);
+  return TakeAuthBytes(&r, &m->nonce_t) && TakeAuthBytes(&r, &m->mac_t);
+}
+
+void EncodeAuth(const AuthBytes &mac_i, std::vector<uint8_t> *out) {
+  Writer w(out);
+  w.Bytes(mac_i.data(), mac_i.size());
+}
+
+bool DecodeAuth(const uint8_t *data, size_t size, AuthBytes *mac_i) {
+  Reader r(data, size);
+  return TakeAuthBytes(&r, mac_i);
 }
 
 void EncodeRegionPage(const RegionPage &page, std::vector<uint8_t> *out) {

@@ -8,6 +8,7 @@
 // the hot path, have an exact size.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -72,6 +73,11 @@ constexpr size_t kMaxRegionPageBytes = 1u << 20;
 // How many bytes `e` takes in a page.
 size_t RegionEntryBytes(const RegionEntry &e);
 
+// Peer authentication (auth/authenticator.h): nonces and HMAC-SHA256 proofs
+// are 32 bytes each.
+constexpr size_t kAuthBytes = 32;
+using AuthBytes = std::array<uint8_t, kAuthBytes>;
+
 struct Hello {
   std::string initiator;  // the initiator's local_engine
   std::string target;     // the address it dialed
@@ -81,6 +87,9 @@ struct Hello {
   uint32_t heartbeat_ms = 0;  // the initiator pings at least this often; 0: never
   HostIdentity host;
   Sections offers;  // what each of the initiator's transports offers
+  // The auth section: an initiator with a key sends its fresh nonce_i.
+  bool has_auth = false;
+  AuthBytes auth_nonce{};
 };
 
 struct HelloAck {
@@ -89,6 +98,13 @@ struct HelloAck {
   HostIdentity host;
   RegionPage regions;   // the first page of its region table
   Sections answers;     // each transport's answer to the offers
+};
+
+// AUTH_CHALLENGE's body (target -> initiator, answering a HELLO with an
+// auth section): the target's fresh nonce and its proof.
+struct AuthChallenge {
+  AuthBytes nonce_t{};
+  AuthBytes mac_t{};
 };
 
 struct Segment {
@@ -105,6 +121,13 @@ void EncodeHello(const Hello &m, std::vector<uint8_t> *out);
 bool DecodeHello(const uint8_t *data, size_t size, Hello *m);
 void EncodeHelloAck(const HelloAck &m, std::vector<uint8_t> *out);
 bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m);
+
+// AUTH_CHALLENGE: nonce_t, mac_t; AUTH: mac_i. Fixed layouts that may grow
+// at their end (a decoder ignores what follows).
+void EncodeAuthChallenge(const AuthChallenge &m, std::vector<uint8_t> *out);
+bool DecodeAuthChallenge(const uint8_t *data, size_t size, AuthChallenge *m);
+void EncodeAuth(const AuthBytes &mac_i, std::vector<uint8_t> *out);
+bool DecodeAuth(const uint8_t *data, size_t size, AuthBytes *mac_i);
 
 // REGIONS_RESP's body.
 void EncodeRegionPage(const RegionPage &page, std::vector<uint8_t> *out);

@@ -216,7 +216,9 @@ TEST_F(HostilePeer, MalformedFrames) {
   cases.push_back({"bad version pre", raw([](uint8_t *p) { p[4] = 9; }), false, 0});
   cases.push_back({"bad version post", raw([](uint8_t *p) { p[4] = 9; }), true, 0});
   cases.push_back({"type 0", raw([](uint8_t *p) { p[5] = 0; }), true, 0});
-  cases.push_back({"type 17", raw([](uint8_t *p) { p[5] = 17; }), true, 0});
+  cases.push_back({"type past the last", raw([](uint8_t *p) { p[5] = w::kMaxMsgType + 1; }), true, 0});
+  cases.push_back({"AUTH_CHALLENGE (not a request)", raw([](uint8_t *p) { p[5] = 17; }), true, 0});
+  cases.push_back({"AUTH unasked", raw([](uint8_t *p) { p[5] = 18; }), true, 0});
   cases.push_back({"type 255", raw([](uint8_t *p) { p[5] = 255; }), true, 0});
   cases.push_back({"flags", raw([](uint8_t *p) { p[6] = 1; }), true, 0});
   cases.push_back({"body huge", raw([](uint8_t *p) { memset(p + 12, 0xff, 4); }), true, 0});

@@ -384,6 +384,63 @@ TEST(MessagesTest, HelloRoundTrip) {
   ExpectSectionsEq(out.offers, in.offers);
 }
 
+TEST(MessagesTest, HelloAuthSectionAndAuthFramesRoundTrip) {
+  Hello in = SampleHello();
+  std::vector<uint8_t> v;
+  EncodeHello(in, &v);
+  Hello out;
+  ASSERT_TRUE(DecodeHello(v.data(), v.size(), &out));
+  EXPECT_FALSE(out.has_auth);  // a keyless initiator's HELLO has none
+  for (size_t i = 0; i < kAuthBytes; ++i) in.auth_nonce[i] = static_cast<uint8_t>(i * 7 + 1);
+  in.has_auth = true;
+  v.clear();
+  EncodeHello(in, &v);
+  ExactBuf b(v);
+  ASSERT_TRUE(DecodeHello(b.data(), b.size(), &out));
+  EXPECT_TRUE(out.has_auth);
+  EXPECT_EQ(out.auth_nonce, in.auth_nonce);
+  // Section 9 (auth) shorter than a nonce: malformed. Longer: a newer peer's.
+  for (size_t len : {0, 31, 33, 64}) {
+    std::vector<uint8_t> body;
+    Writer w(&body);
+    w.Section(9, [&](Writer &f) { f.Bytes(std::vector<uint8_t>(len, 5)); });
+    std::vector<uint8_t> hello;
+    Hello plain = SampleHello();
+    EncodeHello(plain, &hello);
+    hello.insert(hello.end(), body.begin(), body.end());
+    EXPECT_EQ(DecodeHello(hello.data(), hello.size(), &out), len >= kAuthBytes) << len;
+  }
+
+  AuthChallenge c;
+  for (size_t i = 0; i < kAuthBytes; ++i) {
+    c.nonce_t[i] = static_cast<uint8_t>(i);
+    c.mac_t[i] = static_cast<uint8_t>(255 - i);
+  }
+  v.clear();
+  EncodeAuthChallenge(c, &v);
+  ASSERT_EQ(v.size(), 2 * kAuthBytes);
+  AuthChallenge c2;
+  ASSERT_TRUE(DecodeAuthChallenge(v.data(), v.size(), &c2));
+  EXPECT_EQ(c2.nonce_t, c.nonce_t);
+  EXPECT_EQ(c2.mac_t, c.mac_t);
+  EXPECT_FALSE(DecodeAuthChallenge(v.data(), v.size() - 1, &c2));
+  v.push_back(0);  // may grow at its end
+  EXPECT_TRUE(DecodeAuthChallenge(v.data(), v.size(), &c2));
+
+  v.clear();
+  EncodeAuth(c.mac_t, &v);
+  AuthBytes mac{};
+  ASSERT_TRUE(DecodeAuth(v.data(), v.size(), &mac));
+  EXPECT_EQ(mac, c.mac_t);
+  EXPECT_FALSE(DecodeAuth(v.data(), v.size() - 1, &mac));
+
+  // AUTH is a request (answered by HELLO_ACK); AUTH_CHALLENGE is not.
+  EXPECT_TRUE(IsRequest(MsgType::kAuth));
+  EXPECT_EQ(ReplyOf(MsgType::kAuth), MsgType::kHelloAck);
+  EXPECT_FALSE(IsRequest(MsgType::kAuthChallenge));
+  EXPECT_STREQ(MsgTypeName(MsgType::kAuthChallenge), "AUTH_CHALLENGE");
+}
+
 TEST(MessagesTest, HelloStreamIndexMustBeBelowCount) {
   struct Case {
     uint16_t index, count;

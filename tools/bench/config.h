@@ -42,6 +42,7 @@ struct BenchConfig {
   int iters = 10;
   int timeout_ms = 30000;
   int streams = 0;                       // tcp.streams_per_link; 0: the engine's default
+  std::string auth_key_file;             // auth.key_file of every engine; empty: none (or HIXL_AUTH_KEY_FILE)
   bool no_baseline = false;
 
   // --suite: the preset sweep (suite.cc); these lists are its extra points

@@ -32,6 +32,7 @@ std::string GlobalResourceConfig(const BenchConfig &cfg, const std::string &tran
   nlohmann::json j;
   j["comm_resource_config.protocol_desc"] = nlohmann::json::array({transport + ":host"});
   if (cfg.streams > 0) j["tcp.streams_per_link"] = cfg.streams;
+  if (!cfg.auth_key_file.empty()) j["auth.key_file"] = cfg.auth_key_file;
   // Async requests obey the same limit as sync calls.
   j["async_transfer.timeout_ms"] = cfg.timeout_ms;
   return j.dump();

@@ -113,6 +113,8 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--timeout-ms", cfg.timeout_ms, "Transfer timeout (sync and async)")->check(CLI::PositiveNumber);
   app.add_option("--streams", cfg.streams, "TCP streams per link (0: the engine's default)");
+  app.add_option("--auth-key-file", cfg.auth_key_file,
+                 "Key file every engine proves it holds (auth.key_file; default: HIXL_AUTH_KEY_FILE, or none)");
   app.add_option("--ipv6", cfg.ipv6, "Use ::1 in --demo")->default_val(false);
   app.add_flag("--no-baseline", cfg.no_baseline, "Skip the baselines");
   app.add_flag("--suite", cfg.suite,

@@ -8,6 +8,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "bench_util.h"
 #include "goals.h"
@@ -41,7 +44,12 @@ int RunTarget(const BenchConfig &cfg) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   hixl::Hixl engine;
-  if (engine.Initialize(cfg.local.c_str(), {}) != hixl::SUCCESS) {
+  std::map<hixl::AscendString, hixl::AscendString> opts;
+  if (!cfg.auth_key_file.empty()) {
+    opts[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] =
+        nlohmann::json({{"auth.key_file", cfg.auth_key_file}}).dump().c_str();
+  }
+  if (engine.Initialize(cfg.local.c_str(), opts) != hixl::SUCCESS) {
     std::fprintf(stderr, "target: Initialize %s failed\n", cfg.local.c_str());
     return 1;
   }
@@ -90,8 +98,10 @@ int RunDemo(const BenchConfig &cfg) {
   Child target;
   std::string line;
   const std::string target_name = host + ":" + std::to_string(port);
-  if (!SpawnSelf({"--role", "target", "--local", target_name, "--total-size", std::to_string(cfg.total_size)},
-                 &target) ||
+  std::vector<std::string> args = {"--role", "target", "--local", target_name, "--total-size",
+                                   std::to_string(cfg.total_size)};
+  if (!cfg.auth_key_file.empty()) args.insert(args.end(), {"--auth-key-file", cfg.auth_key_file});
+  if (!SpawnSelf(args, &target) ||
       !ReadLineWithPrefix(target, "READY target ", 10000, &line)) {
     std::fprintf(stderr, "demo: the target process did not start\n");
     StopChild(target);

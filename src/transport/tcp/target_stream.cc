@@ -34,6 +34,7 @@ std::string Hex(uint64_t v) {
 uint32_t MaxBody(wire::MsgType t) {
   switch (t) {
     case wire::MsgType::kHello: return wire::kMaxHelloBody;
+    case wire::MsgType::kAuth: return 64;  // the proof, and room for more
     case wire::MsgType::kRegionsReq:
     case wire::MsgType::kUsing: return 64;  // a few fields, and room for more (protocol.md)
     case wire::MsgType::kWriteReq:
@@ -399,23 +400,17 @@ bool TargetStream::OnHeader() {
   wire::HeaderError err = reader_.TakeHeader(&cur_);
   if (err == wire::HeaderError::kBadVersion && !hello_done_) {
     // Tell the peer which version we speak, then hang up.
-    wire::HelloAck ack;
-    ack.reason = "protocol version " + std::to_string(cur_.version) + " is not supported; this engine speaks " +
-                 std::to_string(wire::kVersion);
-    HIXL_LOGE_RL("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
-    std::vector<uint8_t> body;
-    wire::EncodeHelloAck(ack, &body);
-    QueueReply(wire::MsgType::kHelloAck, FAILED, std::move(body));
-    close_after_flush_ = true;
-    Send();
-    return false;
+    return Refuse("protocol version " + std::to_string(cur_.version) + " is not supported; this engine speaks " +
+                  std::to_string(wire::kVersion));
   }
   std::string bad;
   if (err != wire::HeaderError::kOk) {
     bad = wire::HeaderErrorName(err);
   } else if (!wire::IsRequest(cur_.type)) {
     bad = std::string(wire::MsgTypeName(cur_.type)) + " is not a request";
-  } else if ((cur_.type == wire::MsgType::kHello) == hello_done_) {
+  } else if (auth_pending_ != (cur_.type == wire::MsgType::kAuth)) {
+    bad = auth_pending_ ? std::string(wire::MsgTypeName(cur_.type)) + " instead of AUTH" : "AUTH unasked";
+  } else if (!auth_pending_ && (cur_.type == wire::MsgType::kHello) == hello_done_) {
     bad = hello_done_ ? "second HELLO" : std::string(wire::MsgTypeName(cur_.type)) + " before HELLO";
   } else if (cur_.body_len > MaxBody(cur_.type)) {
     bad = std::string(wire::MsgTypeName(cur_.type)) + " body of " + std::to_string(cur_.body_len) +
@@ -464,6 +459,8 @@ bool TargetStream::OnRequest() {
   switch (cur_.type) {
     case wire::MsgType::kHello:
       return OnHello();
+    case wire::MsgType::kAuth:
+      return OnAuth();
     case wire::MsgType::kWriteReq: {
       uint64_t total = 0;
       if (!wire::DecodeSegments(req.data(), req.size(), &segs_, &total) || total != cur_.payload_len) {
@@ -554,30 +551,72 @@ bool TargetStream::OnRequest() {
 
 bool TargetStream::OnHello() {
   wire::Hello hello;
-  wire::HelloAck ack;
-  Status s = FAILED;
-  if (!wire::DecodeHello(reader_.body().data(), reader_.body().size(), &hello)) {
-    ack.reason = "malformed HELLO";
-  } else {
-    who_ = hello.initiator + " (" + peer_ + ")";
-    // Stream 0 is the link's control stream: counted among the peers to
-    // revoke from before it gets the region table (a DeregisterMem from now
-    // on reaches it: its REVOKE is posted to this thread, so it follows the
-    // HELLO_ACK; one before left the region out of the table).
-    control_ = hello.stream_index == 0;
-    bool direct = false;
-    s = handler_->OnHello(hello, control_ ? shared_from_this() : nullptr, fd_, &ack, &direct);
-    direct_ = control_ && direct;
+  if (!wire::DecodeHello(reader_.body().data(), reader_.body().size(), &hello)) return Refuse("malformed HELLO");
+  who_ = hello.initiator + " (" + peer_ + ")";
+  const auth::Authenticator *key = handler_->authenticator();
+  if (key == nullptr) return Admit(hello);
+  // Nothing of ours (no region table, no byte of memory, not even whether
+  // the dialed address is ours) before the peer proves it holds the key.
+  if (!hello.has_auth) {
+    return Refuse("peer requires authentication: this engine accepts only peers holding its key, and the HELLO "
+                  "carries no proof (set auth.key_file or HIXL_AUTH_KEY_FILE)",
+                  true);
   }
+  wire::AuthChallenge challenge;
+  if (!key->NewNonce(&challenge.nonce_t)) return Refuse("the target could not make a nonce");
+  challenge.mac_t = key->Prove(auth::Role::kTarget, hello.auth_nonce, challenge.nonce_t, hello.initiator, hello.target);
+  expect_mac_i_ =
+      key->Prove(auth::Role::kInitiator, hello.auth_nonce, challenge.nonce_t, hello.initiator, hello.target);
+  pending_hello_ = std::move(hello);
+  auth_pending_ = true;
+  std::vector<uint8_t> body;
+  wire::EncodeAuthChallenge(challenge, &body);
+  QueueReply(wire::MsgType::kAuthChallenge, SUCCESS, std::move(body));
+  return true;
+}
+
+bool TargetStream::OnAuth() {
+  auth_pending_ = false;
+  wire::AuthBytes mac_i;
+  const auth::Authenticator *key = handler_->authenticator();
+  if (!wire::DecodeAuth(reader_.body().data(), reader_.body().size(), &mac_i) || key == nullptr ||
+      !key->Same(mac_i, expect_mac_i_)) {
+    return Refuse("authentication failed: the peer's proof does not match this engine's key", true);
+  }
+  return Admit(pending_hello_);
+}
+
+bool TargetStream::Refuse(const std::string &reason, bool auth) {
+  wire::HelloAck ack;
+  ack.reason = reason;
+  std::vector<uint8_t> body;
+  wire::EncodeHelloAck(ack, &body);
+  QueueReply(wire::MsgType::kHelloAck, FAILED, std::move(body));
+  // Who was refused, with the address (rate-limited: anyone may knock).
+  if (auth) {
+    HIXL_LOGW_RL("serving %s: refusing handshake: %s", who_.c_str(), reason.c_str());
+  } else {
+    HIXL_LOGE_RL("serving %s: refusing handshake: %s", who_.c_str(), reason.c_str());
+  }
+  close_after_flush_ = true;
+  Send();
+  return false;
+}
+
+bool TargetStream::Admit(const wire::Hello &hello) {
+  wire::HelloAck ack;
+  // Stream 0 is the link's control stream: counted among the peers to
+  // revoke from before it gets the region table (a DeregisterMem from now
+  // on reaches it: its REVOKE is posted to this thread, so it follows the
+  // HELLO_ACK; one before left the region out of the table).
+  control_ = hello.stream_index == 0;
+  bool direct = false;
+  Status s = handler_->OnHello(hello, control_ ? shared_from_this() : nullptr, fd_, &ack, &direct);
+  direct_ = control_ && direct;
+  if (s != SUCCESS) return Refuse(ack.reason);
   std::vector<uint8_t> body;
   wire::EncodeHelloAck(ack, &body);
   QueueReply(wire::MsgType::kHelloAck, s, std::move(body));
-  if (s != SUCCESS) {
-    HIXL_LOGE_RL("serving %s: refusing handshake: %s", who_.c_str(), ack.reason.c_str());
-    close_after_flush_ = true;
-    Send();
-    return false;
-  }
   hello_done_ = true;
   awaiting_hello_.store(false, std::memory_order_relaxed);
   link_key_ = hello.link_nonce;

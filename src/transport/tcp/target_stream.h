@@ -103,6 +103,13 @@ class TargetStream : public Pollable, public ControlPeer, public std::enable_sha
   bool OnHeader();                   // false: closed
   bool OnRequest();                  // body complete; false: closed
   bool OnHello();
+  // The peer's AUTH (after our AUTH_CHALLENGE): its proof checked, then Admit.
+  bool OnAuth();
+  // A HELLO (authenticated if we have a key) goes to the engine; HELLO_ACK.
+  bool Admit(const wire::Hello &hello);
+  // Answers HELLO_ACK with a non-zero status and `reason`, then closes;
+  // logged at warn level for an `auth` failure, else as an error.
+  bool Refuse(const std::string &reason, bool auth = false);
   // The current request's segments as iovecs into registered memory that
   // this process may read (READ) or write (WRITE), regions pinned; false
   // (logged) if any segment is outside them.
@@ -133,6 +140,10 @@ class TargetStream : public Pollable, public ControlPeer, public std::enable_sha
   uint64_t link_key_ = 0;
   uint32_t heartbeat_ms_ = 0;  // from the HELLO; 0: the initiator never pings
   bool hello_done_ = false;
+  // Sent AUTH_CHALLENGE, awaiting AUTH: the HELLO, and the proof it needs.
+  bool auth_pending_ = false;
+  wire::Hello pending_hello_;
+  wire::AuthBytes expect_mac_i_{};
   std::atomic<bool> awaiting_hello_{true};  // !hello_done_ && open, for the listener
   std::atomic<bool> evictable_{true};       // see evictable(); set by UpdateInterest
   std::atomic<int64_t> last_active_ms_{0};  // see last_active_ms()

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "auth/authenticator.h"
 #include "common/fork_fds.h"
 #include "common/log.h"
 #include "transport/tcp/frame_planner.h"
@@ -20,14 +21,13 @@ uint64_t RandomNonce() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-// The two halves of the handshake on a fresh socket: HELLO out, HELLO_ACK
-// in. Apart, so that the streams of a link shake hands side by side.
-Status SendHello(int fd, const wire::Hello &hello, Deadline deadline, std::string *why,
+// The parts of the handshake on a fresh socket: HELLO out, (with a key:
+// AUTH_CHALLENGE in, AUTH out), HELLO_ACK in. Apart, so that the streams of
+// a link shake hands side by side.
+Status SendFrame(int fd, wire::MsgType type, const std::vector<uint8_t> &body, Deadline deadline, std::string *why,
                  const std::atomic<bool> *cancel) {
-  std::vector<uint8_t> body;
-  wire::EncodeHello(hello, &body);
   wire::FrameHeader h;
-  h.type = wire::MsgType::kHello;
+  h.type = type;
   h.req_id = 0;
   h.body_len = static_cast<uint32_t>(body.size());
   std::vector<uint8_t> frame(wire::kHeaderSize);
@@ -36,25 +36,37 @@ Status SendHello(int fd, const wire::Hello &hello, Deadline deadline, std::strin
   return SendAll(fd, frame.data(), frame.size(), deadline, why, cancel);
 }
 
-Status RecvHelloAck(int fd, Deadline deadline, wire::HelloAck *ack, std::string *why,
-                    const std::atomic<bool> *cancel) {
+// One handshake frame (no payload), its header checked.
+Status RecvHandshakeFrame(int fd, Deadline deadline, wire::FrameHeader *reply, std::vector<uint8_t> *body,
+                          std::string *why, const std::atomic<bool> *cancel) {
   uint8_t raw[wire::kHeaderSize];
   Status s = RecvAll(fd, raw, sizeof(raw), deadline, why, cancel);
   if (s != SUCCESS) return s;
-  wire::FrameHeader reply;
-  wire::HeaderError err = wire::DecodeHeader(raw, &reply);
+  wire::HeaderError err = wire::DecodeHeader(raw, reply);
   if (err == wire::HeaderError::kBadVersion) {
-    *why = "protocol version mismatch: peer speaks version " + std::to_string(reply.version) + ", we speak " +
+    *why = "protocol version mismatch: peer speaks version " + std::to_string(reply->version) + ", we speak " +
            std::to_string(wire::kVersion);
     return FAILED;
   }
-  if (err != wire::HeaderError::kOk || reply.type != wire::MsgType::kHelloAck || reply.payload_len != 0) {
+  const bool known = reply->type == wire::MsgType::kHelloAck || reply->type == wire::MsgType::kAuthChallenge;
+  if (err != wire::HeaderError::kOk || !known || reply->payload_len != 0) {
     *why = std::string("not a HIXL handshake reply (") + wire::HeaderErrorName(err) + ")";
     return FAILED;
   }
-  std::vector<uint8_t> body(reply.body_len);
-  s = RecvAll(fd, body.data(), body.size(), deadline, why, cancel);
+  body->resize(reply->body_len);
+  return RecvAll(fd, body->data(), body->size(), deadline, why, cancel);
+}
+
+Status RecvHelloAck(int fd, Deadline deadline, wire::HelloAck *ack, std::string *why,
+                    const std::atomic<bool> *cancel) {
+  wire::FrameHeader reply;
+  std::vector<uint8_t> body;
+  Status s = RecvHandshakeFrame(fd, deadline, &reply, &body, why, cancel);
   if (s != SUCCESS) return s;
+  if (reply.type == wire::MsgType::kAuthChallenge) {
+    *why = "peer requires authentication (it challenged us; set auth.key_file or HIXL_AUTH_KEY_FILE)";
+    return FAILED;
+  }
   if (!wire::DecodeHelloAck(body.data(), body.size(), ack)) {
     *why = "malformed handshake reply";
     return FAILED;
@@ -64,6 +76,40 @@ Status RecvHelloAck(int fd, Deadline deadline, wire::HelloAck *ack, std::string 
     return FAILED;
   }
   return SUCCESS;
+}
+
+// With a key, between HELLO and HELLO_ACK: the target's AUTH_CHALLENGE must
+// prove it holds the key (mutual authentication) before we prove we do.
+Status AnswerChallenge(int fd, const auth::Authenticator &key, const wire::Hello &hello, Deadline deadline,
+                       std::string *why, const std::atomic<bool> *cancel) {
+  wire::FrameHeader reply;
+  std::vector<uint8_t> body;
+  Status s = RecvHandshakeFrame(fd, deadline, &reply, &body, why, cancel);
+  if (s != SUCCESS) return s;
+  if (reply.type == wire::MsgType::kHelloAck) {
+    wire::HelloAck ack;
+    if (reply.status != SUCCESS && wire::DecodeHelloAck(body.data(), body.size(), &ack)) {
+      *why = "peer refused the handshake: " + ack.reason;
+    } else {
+      *why = "peer did not authenticate itself (it has no auth key, or runs an older hixl); we require it";
+    }
+    return FAILED;
+  }
+  wire::AuthChallenge challenge;
+  if (!wire::DecodeAuthChallenge(body.data(), body.size(), &challenge)) {
+    *why = "malformed AUTH_CHALLENGE";
+    return FAILED;
+  }
+  if (!key.Check(auth::Role::kTarget, hello.auth_nonce, challenge.nonce_t, hello.initiator, hello.target,
+                 challenge.mac_t)) {
+    *why = "peer failed authentication: its proof does not match our key";
+    return FAILED;
+  }
+  const auth::Mac mac_i =
+      key.Prove(auth::Role::kInitiator, hello.auth_nonce, challenge.nonce_t, hello.initiator, hello.target);
+  body.clear();
+  wire::EncodeAuth(mac_i, &body);
+  return SendFrame(fd, wire::MsgType::kAuth, body, deadline, why, cancel);
 }
 
 }  // namespace
@@ -88,13 +134,27 @@ Status TcpLink::Open(const LinkParams &params, const std::vector<std::unique_ptr
   // target answers them side by side (one round trip, not one per stream).
   Status s = SUCCESS;
   size_t at = 0;  // the stream a failure is about
+  std::vector<wire::Hello> hellos;  // each stream's, for its proofs
   for (; at < params.count; ++at) {
     int fd = -1;
     if ((s = DialTcp(params.remote, deadline, &fd, why, params.cancel)) != SUCCESS) break;
     fds.push_back(fd);
     hello.stream_index = static_cast<uint16_t>(params.first_index + at);
     hello.offers = at == 0 ? params.offers : wire::Sections();
-    if ((s = SendHello(fd, hello, deadline, why, params.cancel)) != SUCCESS) break;
+    // A fresh nonce per stream: a recorded handshake does not prove again.
+    hello.has_auth = params.auth != nullptr;
+    if (hello.has_auth && !params.auth->NewNonce(&hello.auth_nonce)) {
+      *why = "no random nonce for authentication";
+      s = FAILED;
+      break;
+    }
+    std::vector<uint8_t> body;
+    wire::EncodeHello(hello, &body);
+    if ((s = SendFrame(fd, wire::MsgType::kHello, body, deadline, why, params.cancel)) != SUCCESS) break;
+    hellos.push_back(hello);
+  }
+  for (at = s == SUCCESS ? 0 : at; s == SUCCESS && params.auth != nullptr && at < fds.size(); ++at) {
+    if ((s = AnswerChallenge(fds[at], *params.auth, hellos[at], deadline, why, params.cancel)) != SUCCESS) break;
   }
   for (at = s == SUCCESS ? 0 : at; s == SUCCESS && at < fds.size(); ++at) {
     wire::HelloAck a;

@@ -22,6 +22,10 @@
 #include "transport/tcp/write_fence.h"
 #include "wire/messages.h"
 
+namespace hixl::auth {
+class Authenticator;
+}
+
 namespace hixl::tcp {
 
 struct LinkParams {
@@ -36,6 +40,9 @@ struct LinkParams {
   uint32_t heartbeat_ms = 0;  // told to the target, which drops links silent for 3x this
   wire::HostIdentity host;
   wire::Sections offers;      // the transports' parts of HELLO, on the first stream
+  // Our key (nullptr: none): every stream then proves it and demands the
+  // target's proof (auth/authenticator.h) before the target's HELLO_ACK.
+  std::shared_ptr<const auth::Authenticator> auth;
   // Called after the first stream's handshake, with the target's answer and
   // the socket, before any frame from the target is read (so a REVOKE cannot
   // arrive before the table it revokes from): false gives up (it logged why).

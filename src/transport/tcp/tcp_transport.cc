@@ -34,6 +34,7 @@ Status TcpTransport::Connect(const PeerView &peer, const LinkSetup &link, Deadli
   params.heartbeat_ms = env_.heartbeat_ms;
   params.host = env_.host;
   params.cancel = env_.cancel;
+  params.auth = env_.auth;
   std::unique_ptr<TcpLink> tcp;
   wire::HelloAck ack;
   Status s = TcpLink::Open(params, *env_.io_workers, deadline, &tcp, &ack, why);
