@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "bench_util.h"
 #include "goals.h"
@@ -41,7 +43,13 @@ int RunTarget(const BenchConfig &cfg) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   hixl::Hixl engine;
-  if (engine.Initialize(cfg.local.c_str(), {}) != hixl::SUCCESS) {
+  // A target runs ucx only when asked to (unless it has an RDMA device).
+  std::map<hixl::AscendString, hixl::AscendString> opts;
+  if (std::find(cfg.transports.begin(), cfg.transports.end(), "ucx") != cfg.transports.end()) {
+    opts[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] =
+        R"({"comm_resource_config.protocol_desc": ["ucx:host", "shm:host", "tcp:host"]})";
+  }
+  if (engine.Initialize(cfg.local.c_str(), opts) != hixl::SUCCESS) {
     std::fprintf(stderr, "target: Initialize %s failed\n", cfg.local.c_str());
     return 1;
   }
@@ -90,7 +98,10 @@ int RunDemo(const BenchConfig &cfg) {
   Child target;
   std::string line;
   const std::string target_name = host + ":" + std::to_string(port);
-  if (!SpawnSelf({"--role", "target", "--local", target_name, "--total-size", std::to_string(cfg.total_size)},
+  std::string transports;
+  for (const auto &t : cfg.transports) transports += (transports.empty() ? "" : ",") + t;
+  if (!SpawnSelf({"--role", "target", "--local", target_name, "--total-size", std::to_string(cfg.total_size),
+                  "--transport", transports},
                  &target) ||
       !ReadLineWithPrefix(target, "READY target ", 10000, &line)) {
     std::fprintf(stderr, "demo: the target process did not start\n");
