@@ -86,6 +86,19 @@ TEST(UcxSelect, UcxThatCannotReachTheTargetFallsBackToTheNextTransport) {
   peer.Stop();
 }
 
+TEST(UcxSelect, AMissingPluginLeavesTheLinkOnTcp) {
+  // An initiator whose protocol_desc names ucx first, in a process where the
+  // plug-in cannot be loaded: Initialize warns and goes on; the link is tcp.
+  PeerProcess target, initiator;
+  ASSERT_TRUE(target.Start(false, kUcxTarget));
+  initiator.env = {"HIXL_UCX_PLUGIN=/nonexistent/libhixl_ucx.so"};
+  ASSERT_TRUE(initiator.Start(false, R"({"comm_resource_config.protocol_desc": ["ucx:host", "tcp:host"]})"));
+  EXPECT_EQ(initiator.Command("CONNECT " + target.name() + " 3000"), "OK");
+  EXPECT_EQ(initiator.Command("TRANSPORT " + target.name()), "OK tcp");
+  initiator.Stop();
+  target.Stop();
+}
+
 TEST(UcxSelect, ABadUcxSettingFailsInitialize) {
   hixl::Hixl e;
   EXPECT_EQ(e.Initialize("127.0.0.1", Config(R"({"comm_resource_config.protocol_desc": ["ucx:host"],
