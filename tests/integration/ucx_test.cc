@@ -139,6 +139,35 @@ TEST_P(UcxNotifyOrder, EachNotifyFindsTheDataOfTheWriteBeforeIt) {
 
 INSTANTIATE_TEST_SUITE_P(Ucx, UcxNotifyOrder, UcxNets(), NetName);
 
+// Keys: each table entry's key is unpacked once per endpoint and cached; a
+// region registered again (same range, a new key) gets its new key.
+class UcxKeys : public PeerTest {};
+
+TEST_P(UcxKeys, ARegionRegisteredAgainAtTheSameRangeIsReachedWithItsNewKey) {
+  auto a = Words(peer_.Command("ALLOC " + std::to_string(1u << 20)));
+  ASSERT_EQ(a.size(), 3u);
+  const size_t id = std::stoul(a[1]);
+  const uintptr_t raddr = std::stoull(a[2]);
+  LocalBuffer local(1u << 20);
+  RegisterLocal(local);
+  ASSERT_EQ(Connect(), hixl::SUCCESS);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto r = Words(peer_.Command("REG " + a[1]));
+    ASSERT_EQ(r.size(), 2u);
+    FillPattern(local.data(), local.size(), 90 + round);
+    // Twice on one registration: the second batch uses the cached key.
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(Transfer(hixl::WRITE, {{local.addr() + 1, raddr + 7, local.size() - 8}}, 5000), hixl::SUCCESS);
+      EXPECT_EQ(peer_.HashOf(id, 7, local.size() - 8), Hash(local.data() + 1, local.size() - 8));
+    }
+    ASSERT_EQ(peer_.Command("DEREG " + r[1]), "OK");
+    EXPECT_EQ(Transfer(hixl::WRITE, {{local.addr(), raddr, 4096}}, 5000), hixl::PARAM_INVALID);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, UcxKeys, UcxNets(), NetName);
+
 // The target frozen or killed under a link over ucx.
 class UcxFailure : public FailureTest {
  protected:
