@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,11 @@ class ControlLink {
     // Our key (nullptr: none): the handshake then proves it, and the target
     // must prove it too (see tcp::LinkParams::auth).
     std::shared_ptr<const auth::Authenticator> auth;
+    // Called for each REVOKE once the table dropped the region, on the
+    // stream's I/O thread; REVOKE_ACK goes when it calls `ack` (at once
+    // or later, from any thread; at most once). None: acknowledged at once.
+    // The engine asks the link's channel (Channel::BeforeRevokeAck).
+    std::function<void(const wire::RegionInfo &region, std::function<void()> ack)> before_revoke_ack;
   };
 
   // Dials, shakes hands and has the whole region table before `deadline`.

@@ -268,6 +268,9 @@ Status Engine::StartTransports() {
   env.io_workers = &workers_;
   env.cancel = &stopping_;
   env.auth = auth_;
+  env.requested = requested;  // (then chosen holds only what protocol_desc names)
+  env.rdma_traffic_class = static_cast<int>(opts_.rdma_traffic_class);
+  env.rdma_service_level = static_cast<int>(opts_.rdma_service_level);
   for (const auto &info : chosen) {
     auto cfg = opts_.transport_config.find(info.name);
     env.config = cfg != opts_.transport_config.end() ? cfg->second : std::map<std::string, std::string>();

@@ -4,25 +4,15 @@
 #include "transport/registry.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
+#include "transport/ucx/ucx_transport.h"
 
 namespace hixl {
-namespace {
-
-// Names protocol_desc accepts for transports this build does not have: a
-// link restricted to them fails to connect, with the reason.
-Status NotBuilt(const char *what, std::string *why) {
-  *why = std::string(what) + " is not part of this build";
-  return UNSUPPORTED;
-}
-
-}  // namespace
 
 void BuildTransports(TransportRegistry *registry) {
   registry->Add({"shm", {}, {"host"}, 10, shm::ShmTransport::Create});
-  registry->Add({"ucx", {"rdma"}, {"host", "device"}, 20,
-                 [](const TransportEnv &, std::unique_ptr<Transport> *, std::string *why) {
-                   return NotBuilt("the UCX transport", why);
-                 }});
+  // Its plug-in is loaded at run time; without it (or UCX, or, unless
+  // protocol_desc names it, an RDMA device) it is left out.
+  registry->Add({"ucx", {"rdma", "roce"}, {"host", "device"}, 20, ucx::UcxTransport::Create});
   registry->Add({"tcp", {}, {"host"}, 100, tcp::TcpTransport::Create});
 }
 

@@ -62,6 +62,14 @@ struct TransportEnv {
   // The engine's key (nullptr: none): streams a transport dials to the
   // engine's port shake hands with it (tcp::LinkParams::auth).
   std::shared_ptr<const auth::Authenticator> auth;
+  // protocol_desc named this transport (by any of its names): a transport
+  // that is chosen by default only where it pays off (ucx: an RDMA device)
+  // runs anyway when asked for.
+  bool requested = false;
+  // Initialize's RdmaTrafficClass and RdmaServiceLevel (HIXL's defaults
+  // when not given), for transports that reach RDMA devices.
+  int rdma_traffic_class = -1;
+  int rdma_service_level = -1;
 };
 
 // What the handshake told about the peer.

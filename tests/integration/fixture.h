@@ -100,25 +100,43 @@ inline bool ServeOnFreePort(hixl::Hixl &target, std::string *me,
 // its data on TCP streams or on shm (direct copies: the peer is on this host).
 struct Net {
   bool v6;
-  const char *transport;  // "tcp", "shm", or the test-only "loopback"
+  const char *transport;  // "tcp", "shm", "ucx", or the test-only "loopback"
+  // ucx: the UCX transports it runs on here, "tcp" (loopback) or "sm"
+  // (both sides use them: ucx.tls).
+  const char *ucx_tls = nullptr;
 };
 
-inline void PrintTo(const Net &n, std::ostream *os) { *os << (n.v6 ? "IPv6/" : "IPv4/") << n.transport; }
+inline void PrintTo(const Net &n, std::ostream *os) {
+  *os << (n.v6 ? "IPv6/" : "IPv4/") << n.transport << (n.ucx_tls != nullptr ? "/" : "")
+      << (n.ucx_tls != nullptr ? n.ucx_tls : "");
+}
 
 inline std::string NetName(const ::testing::TestParamInfo<Net> &info) {
-  return std::string(info.param.v6 ? "IPv6" : "IPv4") + "_" + info.param.transport;
+  return std::string(info.param.v6 ? "IPv6" : "IPv4") + "_" + info.param.transport +
+         (info.param.ucx_tls != nullptr ? std::string("_") + info.param.ucx_tls : "");
 }
 
 // Every transport, and the TCP ones only (for tests that freeze the peer:
 // shm copies do not need the peer's CPU, so a frozen peer still completes).
 inline auto AllNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "tcp"}, Net{false, "shm"}); }
 inline auto TcpNets() { return ::testing::Values(Net{false, "tcp"}, Net{true, "tcp"}); }
+// The ucx transport over UCX's tcp and shared memory (this machine has no
+// RDMA); instantiated only where the UCX plug-in is built (HIXL_TEST_UCX).
+// Their test names contain "ucx": ctest labels them ucx.
+inline auto UcxNets() { return ::testing::Values(Net{false, "ucx", "tcp"}, Net{false, "ucx", "sm"}); }
 
 // `options` with GlobalResourceConfig's protocol_desc set to `transport`
 // only (merged into a GlobalResourceConfig already there), so that a test
 // never silently runs on another transport.
 std::map<hixl::AscendString, hixl::AscendString> WithTransport(std::map<hixl::AscendString, hixl::AscendString> options,
                                                                const std::string &transport);
+// The same for `net`, with its UCX settings (ucx.tls, ucx.net_devices).
+std::map<hixl::AscendString, hixl::AscendString> WithNet(std::map<hixl::AscendString, hixl::AscendString> options,
+                                                         const Net &net);
+// A peer's GlobalResourceConfig JSON (or "") with what `net` needs of a
+// target: for ucx, protocol_desc naming it (a target without an RDMA device
+// runs ucx only when asked to) and its UCX settings.
+std::string PeerConfigFor(const std::string &json, const Net &net);
 
 // `base` with GlobalResourceConfig set to `json`.
 inline std::map<hixl::AscendString, hixl::AscendString> ResourceConfig(
@@ -160,10 +178,9 @@ class PeerTest : public ::testing::TestWithParam<Net> {
 
   void StartAll(const std::string &peer_config, const std::map<hixl::AscendString, hixl::AscendString> &opts = {}) {
     if (std::string(GetParam().transport) == "loopback") RegisterLoopbackTransport();
-    ASSERT_TRUE(peer_.Start(GetParam().v6, peer_config));
+    ASSERT_TRUE(peer_.Start(GetParam().v6, PeerConfigFor(peer_config, GetParam())));
     remote_ = peer_.name();
-    ASSERT_EQ(engine_.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithTransport(opts, GetParam().transport)),
-              hixl::SUCCESS);
+    ASSERT_EQ(engine_.Initialize(GetParam().v6 ? "[::1]" : "127.0.0.1", WithNet(opts, GetParam())), hixl::SUCCESS);
   }
 
   hixl::MemHandle RegisterLocal(const LocalBuffer &b) { return RegisterWith(engine_, b); }

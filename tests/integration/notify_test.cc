@@ -67,6 +67,9 @@ TEST_P(NotifyTest, AtMost4096UnreadPerLink) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, NotifyTest, AllNets(), NetName);
+#ifdef HIXL_TEST_UCX
+INSTANTIATE_TEST_SUITE_P(Ucx, NotifyTest, UcxNets(), NetName);
+#endif
 
 }  // namespace
 }  // namespace hixl_test

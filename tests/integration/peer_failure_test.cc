@@ -162,6 +162,9 @@ TEST_P(FailureTcpTest, ASecondDeregisterMemOfOneHandleWaitsForTheFirst) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTest, AllNets(), NetName);
+#ifdef HIXL_TEST_UCX
+INSTANTIATE_TEST_SUITE_P(Ucx, FailureTest, UcxNets(), NetName);
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Loopback, FailureTcpTest, TcpNets(), NetName);
 

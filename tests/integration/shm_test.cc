@@ -488,6 +488,9 @@ TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
+#ifdef HIXL_TEST_UCX
+INSTANTIATE_TEST_SUITE_P(Ucx, RevokeTest, UcxNets(), NetName);
+#endif
 
 }  // namespace
 }  // namespace hixl_test

@@ -238,6 +238,10 @@ TEST_P(TransferTest, ContiguousDescriptorsAcrossTwoAdjacentRemoteRegions) {
 TEST_P(TransferTest, MemoryTheTargetMayNotWriteOrReadIsRefusedNotFatal) {
   // A target may register read-only memory (a file mapped PROT_READ, to
   // serve READs): a peer's WRITE into it must fail, not fault the target.
+  if (std::string(GetParam().transport) == "ucx") {
+    GTEST_SKIP() << "UCX's emulated put writes where the peer says, unchecked: the target faults (docs/ucx.md); "
+                    "over RDMA the NIC refuses";
+  }
   // Three regions of 1 MiB: read-only; PROT_NONE; writable then read-only.
   constexpr size_t kMiB = 1u << 20;
   auto w = Words(peer_.Command("ALLOC " + std::to_string(3 * kMiB)));
@@ -372,6 +376,9 @@ INSTANTIATE_TEST_SUITE_P(Loopback, TransferTest, AllNets(), NetName);
 // The test-only loopback transport (tests/support/loopback_transport): a
 // transport added by one folder and one registry line passes the suite.
 INSTANTIATE_TEST_SUITE_P(TestTransport, TransferTest, ::testing::Values(Net{false, "loopback"}), NetName);
+#ifdef HIXL_TEST_UCX
+INSTANTIATE_TEST_SUITE_P(Ucx, TransferTest, UcxNets(), NetName);
+#endif
 
 }  // namespace
 }  // namespace hixl_test

@@ -7,6 +7,12 @@
 //   FILL <id> <seed>         -> OK                     (pattern.h)
 //   HASH <id> <off> <len>    -> OK <hash>
 //   NOTIFIES                 -> OK <n> [<hexname>:<hexmsg> ...]
+//   NOTIFY_CHECK <id> <slot> <count> <ms>
+//                            -> OK <seen> <bad>: takes notifies for up to <ms>
+//                               until <count> came; each one's message is a
+//                               number i, and slot i of buffer <id> (<slot>
+//                               bytes at i * <slot>) must hold pattern seed i
+//                               the moment the notify is taken (else bad)
 //   CONNECT <remote> <ms>    -> OK | ERR <status>
 //   WRITE|READ <remote> <id> <off> <raddr> <len> <ms> -> OK | ERR <status>
 //   SWARM_CONNECT <server> <n> <slice> <seed>
@@ -196,6 +202,31 @@ int main(int argc, char **argv) {
         out.append(":").append(hixl_test::HexField(n.notify_msg.GetString(), n.notify_msg.GetLength()));
       }
       Reply(out);
+    } else if (cmd == "NOTIFY_CHECK") {
+      size_t id = 0, slot = 0, count = 0;
+      int ms = 0;
+      in >> id >> slot >> count >> ms;
+      const Buffer &b = buffers.at(id);
+      std::vector<uint8_t> expect(slot);
+      size_t seen = 0, bad = 0;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+      while (seen < count && std::chrono::steady_clock::now() < until) {
+        std::vector<hixl::NotifyDesc> notifies;
+        engine.GetNotifies(notifies);
+        for (const auto &n : notifies) {
+          ++seen;
+          const size_t i = std::strtoull(std::string(n.notify_msg.GetString(), n.notify_msg.GetLength()).c_str(),
+                                         nullptr, 10);
+          hixl_test::FillPattern(expect.data(), slot, i);
+          // Hash, not memcmp: UCX's thread wrote the slot, and TSan cannot
+          // see that the notify (through the initiator) came after it.
+          if (slot == 0 || i >= b.len / slot || hixl_test::Hash(b.p + i * slot, slot) != hixl_test::Hash(expect.data(), slot)) {
+            ++bad;
+          }
+        }
+        if (notifies.empty()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      Reply("OK " + std::to_string(seen) + " " + std::to_string(bad));
     } else if (cmd == "CONNECT") {
       std::string remote;
       int ms = 1000;

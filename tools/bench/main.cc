@@ -63,7 +63,7 @@ bool Resolve(const CLI::App &app, const Flags &f, BenchConfig *cfg) {
   std::string transports = !f.transport.empty() ? f.transport : (cfg->suite ? "tcp,shm" : "tcp");
   cfg->transports = SplitList(transports);
   for (const auto &t : cfg->transports) {
-    if (t != "tcp" && t != "shm") return bad("--transport", transports);
+    if (t != "tcp" && t != "shm" && t != "ucx") return bad("--transport", transports);
   }
   cfg->layout = f.layout == "contiguous" ? Layout::kContiguous : Layout::kScattered;
 
@@ -129,7 +129,9 @@ int main(int argc, char **argv) {
   app.add_flag("--connect-latency", cfg.connect_latency,
                "Connect to the completion of a first --latency-size TransferSync (Disconnect between)");
   app.add_option("--connect-samples", cfg.connect_samples, "Fresh connects measured")->check(CLI::PositiveNumber);
-  app.add_option("--transport", f.transport, "tcp | shm, comma-separated (default tcp; --suite: tcp,shm)");
+  app.add_option("--transport", f.transport,
+                 "tcp | shm | ucx, comma-separated (default tcp; --suite: tcp,shm). ucx: UCX's own environment "
+                 "(UCX_TLS, UCX_NET_DEVICES) picks its transports, for both processes");
   app.add_option("--layout", f.layout, "scattered (every block its own segment) | contiguous")
       ->check(CLI::IsMember({"scattered", "contiguous"}));
   app.add_option("--json", cfg.json_path, "Write the results as JSON to this file");

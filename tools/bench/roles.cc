@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -44,10 +45,15 @@ int RunTarget(const BenchConfig &cfg) {
   signal(SIGINT, OnSignal);
   signal(SIGTERM, OnSignal);
   hixl::Hixl engine;
+  // A target runs ucx only when asked to (unless it has an RDMA device).
+  nlohmann::json config = nlohmann::json::object();
+  if (std::find(cfg.transports.begin(), cfg.transports.end(), "ucx") != cfg.transports.end()) {
+    config["comm_resource_config.protocol_desc"] = {"ucx:host", "shm:host", "tcp:host"};
+  }
+  if (!cfg.auth_key_file.empty()) config["auth.key_file"] = cfg.auth_key_file;
   std::map<hixl::AscendString, hixl::AscendString> opts;
-  if (!cfg.auth_key_file.empty()) {
-    opts[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] =
-        nlohmann::json({{"auth.key_file", cfg.auth_key_file}}).dump().c_str();
+  if (!config.empty()) {
+    opts[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] = config.dump().c_str();
   }
   if (engine.Initialize(cfg.local.c_str(), opts) != hixl::SUCCESS) {
     std::fprintf(stderr, "target: Initialize %s failed\n", cfg.local.c_str());
@@ -98,8 +104,10 @@ int RunDemo(const BenchConfig &cfg) {
   Child target;
   std::string line;
   const std::string target_name = host + ":" + std::to_string(port);
+  std::string transports;
+  for (const auto &t : cfg.transports) transports += (transports.empty() ? "" : ",") + t;
   std::vector<std::string> args = {"--role", "target", "--local", target_name, "--total-size",
-                                   std::to_string(cfg.total_size)};
+                                   std::to_string(cfg.total_size), "--transport", transports};
   if (!cfg.auth_key_file.empty()) args.insert(args.end(), {"--auth-key-file", cfg.auth_key_file});
   if (!SpawnSelf(args, &target) ||
       !ReadLineWithPrefix(target, "READY target ", 10000, &line)) {
