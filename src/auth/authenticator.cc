@@ -24,7 +24,7 @@ Status Authenticator::FromFile(const std::string &path, std::shared_ptr<const Au
   if (s != SUCCESS) return s;
   const Crypto *crypto = LoadCrypto(why);
   if (crypto == nullptr) {
-    explicit_bzero(key.data(), key.size());
+    explicit_bzero(key.data(), key.size());  // (not empty: ReadKeyFile succeeded)
     *why = "auth key file '" + path + "' is set, but " + *why;
     return FAILED;
   }
@@ -34,7 +34,9 @@ Status Authenticator::FromFile(const std::string &path, std::shared_ptr<const Au
 
 Authenticator::Authenticator(std::vector<uint8_t> key, const Crypto &crypto) : key_(std::move(key)), crypto_(crypto) {}
 
-Authenticator::~Authenticator() { explicit_bzero(key_.data(), key_.size()); }
+Authenticator::~Authenticator() {
+  if (!key_.empty()) explicit_bzero(key_.data(), key_.size());
+}
 
 bool Authenticator::NewNonce(Nonce *out) const {
   if (crypto_.rand_bytes(out->data(), static_cast<int>(out->size())) != 1) {

@@ -65,7 +65,7 @@ Status ReadKeyFile(const std::string &path, std::vector<uint8_t> *key, std::stri
     s = Refuse(path, "more than " + std::to_string(kMaxKeyBytes) + " bytes of key", why);
   }
   if (s == SUCCESS) key->swap(bytes);
-  explicit_bzero(bytes.data(), bytes.size());
+  if (!bytes.empty()) explicit_bzero(bytes.data(), bytes.size());
   return s;
 }
 
