@@ -205,8 +205,9 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
   uint16_t id;
   Reader f(nullptr, 0);
   uint32_t seen = 0;
-  m->answers.clear();
-  m->regions = RegionPage();
+  // Optional fields absent from the input must not keep what an earlier
+  // message put there (an old refusal's reason, say).
+  *m = HelloAck();
   while (r.NextSection(&id, &f)) {
     if (id >= kTransportSection) {
       if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->answers)) return false;

@@ -578,6 +578,38 @@ TEST(MessagesTest, HelloAckRoundTrip) {
   }
 }
 
+// Found by fuzz/wire_messages: a HELLO_ACK without a reason (or a host)
+// decoded into a HelloAck that held a refusal kept the old reason (and host),
+// so a success could read as the refusal before it. What a decoder returns
+// must depend on its input alone.
+TEST(MessagesTest, HelloAckDecodedIntoAnUsedAckKeepsNothingOfIt) {
+  HelloAck refusal = SampleHelloAck();
+  refusal.reason = "this is engine x, not y";
+  std::vector<uint8_t> v;
+  EncodeHelloAck(refusal, &v);
+  HelloAck out;
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  ASSERT_EQ(out.reason, refusal.reason);
+  HelloAck accept = SampleHelloAck();
+  accept.host = {"another-boot", 7, 8};
+  v.clear();
+  EncodeHelloAck(accept, &v);
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  EXPECT_EQ(out.reason, "");
+  ExpectHostEq(out.host, accept.host);
+  // Only the target's name (all a HELLO_ACK must hold): no host, no table.
+  v.clear();
+  Writer w(&v);
+  w.Section(2, [](Writer &f) { f.Str("10.0.0.9:1"); });
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  EXPECT_EQ(out.target, "10.0.0.9:1");
+  EXPECT_EQ(out.reason, "");
+  ExpectHostEq(out.host, HostIdentity());
+  EXPECT_EQ(out.regions.total, 0u);
+  EXPECT_TRUE(out.regions.entries.empty());
+  EXPECT_TRUE(out.answers.empty());
+}
+
 TEST(MessagesTest, HandshakeStringsMustBePrintable) {
   // They are logged: a newline would forge a log line, an escape drive a
   // terminal.
