@@ -9,12 +9,14 @@
 // reason worth keeping), named for what it is.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "hixl/hixl_types.h"
+#include "target_schedule.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
 
@@ -49,6 +51,20 @@ Bytes Cat(std::initializer_list<Bytes> parts) {
 }
 
 Bytes U32(uint32_t v) { return {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)}; }
+
+Bytes Frame(w::MsgType type, uint64_t req_id, const Bytes &body = {}, const Bytes &payload = {}, uint32_t status = 0,
+            uint8_t version = w::kVersion) {
+  w::FrameHeader h;
+  h.version = version;
+  h.type = type;
+  h.status = status;
+  h.req_id = req_id;
+  h.body_len = static_cast<uint32_t>(body.size());
+  h.payload_len = payload.size();
+  Bytes out(w::kHeaderSize);
+  w::EncodeHeader(h, out.data());
+  return Cat({out, body, payload});
+}
 
 w::Hello MakeHello(uint16_t index, uint16_t count) {
   w::Hello m;
@@ -140,6 +156,64 @@ void WireMessages() {
   Write(t, "notify", Cat({{7}, NotifyBody("ready", "layer 3 of 40")}));
 }
 
+// A schedule seed of handshake_target under which the engine revokes region
+// `which` after a piece that ends in [from, to] of a stream of `size` bytes
+// (the pieces as the fuzzer cuts them).
+Bytes SeedRevoking(size_t size, size_t from, size_t to, size_t which) {
+  for (uint32_t seed = 1; seed < 1000000; ++seed) {
+    hixl_fuzz::TargetSchedule s(seed);
+    for (size_t sent = 0; sent < size;) {
+      sent += std::min(s.Piece(size), size - sent);
+      size_t w = 0;
+      if (s.Revoke(&w) && w == which && sent >= from && sent <= to) return U32(seed);
+    }
+  }
+  std::fprintf(stderr, "no schedule seed revokes within [%zu, %zu]\n", from, to);
+  ++g_failed;
+  return U32(0);
+}
+
+// handshake_target: 4 bytes of schedule seed, then what the initiator sends.
+// Its regions (A, B, C read-only) are at a fixed address.
+constexpr uint64_t kBase = 0x10000000;
+constexpr uint64_t kRegionA = kBase + 4096, kRegionB = kBase + 3 * 4096, kRegionC = kBase + 20 * 4096;
+
+void HandshakeTarget() {
+  const char *t = "handshake_target";
+  const Bytes seed = U32(1);
+  const Bytes hello = Frame(w::MsgType::kHello, 0, Hello());
+  Bytes regions_req, use;
+  w::EncodeRegionsReq(0, &regions_req);
+  w::EncodeUsing(kTcp, &use);
+  Write(t, "hello", Cat({seed, hello}));
+  Write(t, "control_requests",
+        Cat({seed, hello, Frame(w::MsgType::kUsing, 0, use), Frame(w::MsgType::kRegionsReq, 1, regions_req),
+             Frame(w::MsgType::kNotifyReq, 2, NotifyBody("ready", "go")), Frame(w::MsgType::kPing, 3),
+             Frame(w::MsgType::kBye, 4)}));
+  Write(t, "read_write",
+        Cat({seed, hello, Frame(w::MsgType::kReadReq, 1, Segments({{kRegionA, 16}, {kRegionB + 100, 300}})),
+             Frame(w::MsgType::kWriteReq, 2, Segments({{kRegionB, 8}}), Bytes(8, 'w')),
+             Frame(w::MsgType::kReadReq, 3, Segments({{kRegionC, 4096}}))}));
+  Write(t, "data_stream",
+        Cat({seed, Frame(w::MsgType::kHello, 0, Hello(1, 2)), Frame(w::MsgType::kReadReq, 1, Segments({{kRegionA, 8}})),
+             Frame(w::MsgType::kWriteReq, 2, Segments({{kRegionA + 8, 4}}), Bytes(4, 'x'))}));
+  Write(t, "outside_regions",
+        Cat({seed, hello, Frame(w::MsgType::kReadReq, 1, Segments({{kBase, 16}})),
+             Frame(w::MsgType::kWriteReq, 2, Segments({{kRegionA + 4090, 16}}), Bytes(16, 'g')),
+             Frame(w::MsgType::kWriteReq, 3, Segments({{kRegionC, 4}}), Bytes(4, 'r'))}));
+  // Region B revoked after the HELLO and before the REVOKE_ACK goes (id 1:
+  // the run's first revocation), and an acknowledgement of one never made.
+  const Bytes ping = Frame(w::MsgType::kPing, 1), ack1 = Frame(w::MsgType::kRevokeAck, 1);
+  const Bytes acked = Cat({hello, ping, ack1, Frame(w::MsgType::kPing, 2)});
+  Write(t, "revoke_ack", Cat({SeedRevoking(acked.size(), hello.size(), hello.size() + ping.size(), 1), acked}));
+  Write(t, "revoke_ack_unknown", Cat({seed, hello, ping, Frame(w::MsgType::kRevokeAck, 9)}));
+  Write(t, "heartbeat", Cat({seed, Frame(w::MsgType::kHello, 0, Hello(0, 1, 100)), Frame(w::MsgType::kPing, 1)}));
+  Write(t, "wrong_target", Cat({seed, Frame(w::MsgType::kHello, 0, Hello(0, 1, 0, "127.0.0.1:26001"))}));
+  Write(t, "bad_version", Cat({seed, Frame(w::MsgType::kHello, 0, Hello(), {}, 0, 2)}));
+  Write(t, "read_before_hello", Cat({seed, Frame(w::MsgType::kReadReq, 1, Segments({{kRegionA, 16}})), hello}));
+  Write(t, "second_hello", Cat({seed, hello, hello}));
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -149,5 +223,6 @@ int main(int argc, char **argv) {
   }
   g_dir = argv[1];
   WireMessages();
+  HandshakeTarget();
   return g_failed == 0 ? 0 : 1;
 }
