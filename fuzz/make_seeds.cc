@@ -214,6 +214,32 @@ void HandshakeTarget() {
   Write(t, "second_hello", Cat({seed, hello, hello}));
 }
 
+// handshake_initiator: what the target sends, frame by frame (see the
+// target's rules there): the HELLO_ACK, then a reply per request (req_id 0:
+// the request's), REVOKEs when their turn comes.
+void HandshakeInitiator() {
+  const char *t = "handshake_initiator";
+  const auto two = Page(7, 2, 0, {Entry(0x1000, 4096), Entry(0x9000, 64, 0, {{kShm, U32(5)}})});
+  const Bytes ack = Frame(w::MsgType::kHelloAck, 0, AckBody(two));
+  const Bytes notify_ack = Frame(w::MsgType::kNotifyAck, 0);
+  Write(t, "small_table", Cat({ack, notify_ack, Frame(w::MsgType::kRegionsResp, 0, PageBody(two))}));
+  Write(t, "paged_table",
+        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 3, 0, {Entry(0x1000, 16)}))),
+             Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(3, 3, 1, {Entry(0x2000, 16), Entry(0x3000, 16, 1)})))}));
+  Write(t, "table_changed",
+        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(1, 2, 0, {Entry(0x1000, 16)}))),
+             Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(2, 2, 1, {Entry(0x2000, 16)}))),
+             Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(2, 1, 0, {Entry(0x2000, 16)})))}));
+  Write(t, "revoke",
+        Cat({ack, Frame(w::MsgType::kRevoke, 7, RevokeBody(0x1000, 4096)), notify_ack,
+             Frame(w::MsgType::kRevoke, 8, RevokeBody(0x9000, 64)),
+             Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(8, 1, 0, {Entry(0x9000, 64)})))}));
+  Write(t, "notify_refused", Cat({ack, Frame(w::MsgType::kNotifyAck, 0, {}, {}, hixl::NOTIFY_FAILED)}));
+  Write(t, "refused", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage(), "not this engine"), {}, hixl::FAILED));
+  Write(t, "bad_version", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage()), {}, hixl::FAILED, 2));
+  Write(t, "wrong_reply", Cat({ack, Frame(w::MsgType::kPong, 0)}));
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -224,5 +250,6 @@ int main(int argc, char **argv) {
   g_dir = argv[1];
   WireMessages();
   HandshakeTarget();
+  HandshakeInitiator();
   return g_failed == 0 ? 0 : 1;
 }
