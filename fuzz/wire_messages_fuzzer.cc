@@ -267,28 +267,22 @@ void CheckFixed(bool ok, bool model, size_t need, const std::vector<uint8_t> &en
   FUZZ_CHECK(encoded.size() == need && std::memcmp(encoded.data(), d, need) == 0);
 }
 
+// A fixed body of `need` bytes: decoded into a value that held `stale`.
+template <class T, class Decode, class Encode>
+void FuzzFixed(const uint8_t *d, size_t n, T stale, size_t need, Decode decode, Encode encode) {
+  T v = stale;
+  const bool ok = decode(d, n, &v);
+  std::vector<uint8_t> out;
+  if (ok) encode(v, &out);
+  CheckFixed(ok, n >= need, need, out, d, n);
+}
+
 void FuzzRevoke(const uint8_t *d, size_t n) {
-  w::RegionInfo r{1, 2};
-  const bool ok = w::DecodeRevoke(d, n, &r);
-  std::vector<uint8_t> out;
-  if (ok) w::EncodeRevoke(r, &out);
-  CheckFixed(ok, n >= 16, 16, out, d, n);
+  FuzzFixed(d, n, w::RegionInfo{1, 2}, 16, w::DecodeRevoke, w::EncodeRevoke);
 }
-
-void FuzzUsing(const uint8_t *d, size_t n) {
-  uint16_t t = 0xbeef;
-  const bool ok = w::DecodeUsing(d, n, &t);
-  std::vector<uint8_t> out;
-  if (ok) w::EncodeUsing(t, &out);
-  CheckFixed(ok, n >= 2, 2, out, d, n);
-}
-
+void FuzzUsing(const uint8_t *d, size_t n) { FuzzFixed<uint16_t>(d, n, 0xbeef, 2, w::DecodeUsing, w::EncodeUsing); }
 void FuzzRegionsReq(const uint8_t *d, size_t n) {
-  uint32_t first = 0xdead;
-  const bool ok = w::DecodeRegionsReq(d, n, &first);
-  std::vector<uint8_t> out;
-  if (ok) w::EncodeRegionsReq(first, &out);
-  CheckFixed(ok, n >= 4, 4, out, d, n);
+  FuzzFixed<uint32_t>(d, n, 0xdead, 4, w::DecodeRegionsReq, w::EncodeRegionsReq);
 }
 
 void FuzzNotify(const uint8_t *d, size_t n) {
