@@ -234,6 +234,10 @@ void HandshakeInitiator() {
         Cat({ack, Frame(w::MsgType::kRevoke, 7, RevokeBody(0x1000, 4096)), notify_ack,
              Frame(w::MsgType::kRevoke, 8, RevokeBody(0x9000, 64)),
              Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(8, 1, 0, {Entry(0x9000, 64)})))}));
+  // A page refused with a status of the target's choice (it once made Open return it).
+  Write(t, "page_refused",
+        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 2, 0, {Entry(0x1000, 16)}))),
+             Frame(w::MsgType::kRegionsResp, 0, {}, {}, hixl::NOTIFY_FAILED)}));
   Write(t, "notify_refused", Cat({ack, Frame(w::MsgType::kNotifyAck, 0, {}, {}, hixl::NOTIFY_FAILED)}));
   Write(t, "refused", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage(), "not this engine"), {}, hixl::FAILED));
   Write(t, "bad_version", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage()), {}, hixl::FAILED, 2));
