@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "engine/options.h"
 #include "fuzz_check.h"
+#include "transport/registry.h"
 
 namespace {
 
@@ -62,7 +63,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(!out.has_waterlines ||
              (out.low_waterline > 0 && out.low_waterline < out.high_waterline && out.high_waterline < 1));
   FUZZ_CHECK(out.listen_port >= -1 && out.listen_port <= 65535);
-  FUZZ_CHECK(InRange(out.tcp_streams_per_link, 1, 16));
+  // A transport's own fields ("tcp.streams_per_link") wait for it to check
+  // them: kept by transport and key, for transports this build has.
+  for (const auto &[transport, fields] : out.transport_config) {
+    FUZZ_CHECK(hixl::Transports().Knows(transport));
+    for (const auto &field : fields) FUZZ_CHECK(!field.first.empty());
+  }
   FUZZ_CHECK(InRange(out.io_threads, 1, 64));
   FUZZ_CHECK(InRange(out.max_regions, 256, 65536));
   FUZZ_CHECK(out.heartbeat_ms == 0 || InRange(out.heartbeat_ms, 100, 3600000));
@@ -73,6 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hixl::EngineOptions again;
   FUZZ_CHECK(hixl::ParseEngineOptions(options, &again, &why) == hixl::SUCCESS);
   FUZZ_CHECK(again.max_channel == out.max_channel && again.protocols == out.protocols &&
-             again.listen_port == out.listen_port && again.heartbeat_ms == out.heartbeat_ms);
+             again.listen_port == out.listen_port && again.heartbeat_ms == out.heartbeat_ms &&
+             again.transport_config == out.transport_config);
   return 0;
 }

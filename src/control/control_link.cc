@@ -111,7 +111,16 @@ Status ControlLink::FetchPage(uint32_t first, Deadline deadline, wire::RegionPag
   };
   tcp_->SubmitControl(std::move(req));
   Status s = AwaitOrCancel(*tcp_, *done, deadline);
-  if (s != SUCCESS) return s;
+  if (s == TIMEOUT) return s;
+  if (s != SUCCESS) {
+    // A reply's status is the target's to choose; ours are SUCCESS, TIMEOUT
+    // and FAILED only. (FAILED: the stream logged why it closed.)
+    if (s != FAILED) {
+      HIXL_LOGE("%s: the target answered the region table page from entry %u with %s", remote_name_.c_str(), first,
+                StatusText(s).c_str());
+    }
+    return FAILED;
+  }
   if (!reply->ok || reply->page.first != first || (reply->page.count == 0 && first < reply->page.total)) {
     HIXL_LOGE("%s: malformed region table page from the peer (asked from entry %u)", remote_name_.c_str(), first);
     return FAILED;

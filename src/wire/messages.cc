@@ -37,6 +37,24 @@ enum Field : uint16_t {
 };
 constexpr uint16_t kTransportSection = 0x8000;
 
+// Section ids 32..kTransportSection-1 (a newer peer's fields) seen in one
+// list: one twice is malformed too (protocol.md). A bit each, made only when
+// such an id comes (a peer could send thousands: no list to search).
+class UnknownIds {
+ public:
+  bool First(uint16_t id) {
+    if (bits_.empty()) bits_.assign(kTransportSection / 64, 0);
+    uint64_t &word = bits_[id / 64];
+    const uint64_t bit = 1ull << (id % 64);
+    if (word & bit) return false;
+    word |= bit;
+    return true;
+  }
+
+ private:
+  std::vector<uint64_t> bits_;
+};
+
 void EncodeHost(const HostIdentity &h, Writer *w) {
   w->Str(h.boot_id);
   w->U64(h.pid_ns);
@@ -168,6 +186,7 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   uint16_t id;
   Reader f(nullptr, 0);
   uint32_t seen = 0;  // bits of the protocol's own fields read
+  UnknownIds unknown;
   m->offers.clear();
   m->has_auth = false;
   while (r.NextSection(&id, &f)) {
@@ -178,6 +197,8 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
     if (id < 32) {
       if (seen & (1u << id)) return false;  // said twice
       seen |= 1u << id;
+    } else if (!unknown.First(id)) {
+      return false;
     }
     switch (id) {
       case kInitiatorName: m->initiator = f.Str(kMaxEngineName); break;
@@ -220,16 +241,20 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
   uint16_t id;
   Reader f(nullptr, 0);
   uint32_t seen = 0;
-  m->answers.clear();
-  m->regions = RegionPage();
+  UnknownIds unknown;
+  // Optional fields absent from the input must not keep what an earlier
+  // message put there (an old refusal's reason, say).
+  *m = HelloAck();
   while (r.NextSection(&id, &f)) {
     if (id >= kTransportSection) {
       if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->answers)) return false;
       continue;
     }
     if (id < 32) {
-      if (seen & (1u << id)) return false;
+      if (seen & (1u << id)) return false;  // said twice
       seen |= 1u << id;
+    } else if (!unknown.First(id)) {
+      return false;
     }
     switch (id) {
       case kTargetName: m->target = f.Str(kMaxEngineName); break;

@@ -635,6 +635,82 @@ TEST(MessagesTest, HelloAckRoundTrip) {
   }
 }
 
+// Found by fuzz/wire_messages: a HELLO_ACK without a reason (or a host)
+// decoded into a HelloAck that held a refusal kept the old reason (and host),
+// so a success could read as the refusal before it. What a decoder returns
+// must depend on its input alone.
+TEST(MessagesTest, HelloAckDecodedIntoAnUsedAckKeepsNothingOfIt) {
+  HelloAck refusal = SampleHelloAck();
+  refusal.reason = "this is engine x, not y";
+  std::vector<uint8_t> v;
+  EncodeHelloAck(refusal, &v);
+  HelloAck out;
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  ASSERT_EQ(out.reason, refusal.reason);
+  HelloAck accept = SampleHelloAck();
+  accept.host = {"another-boot", 7, 8};
+  v.clear();
+  EncodeHelloAck(accept, &v);
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  EXPECT_EQ(out.reason, "");
+  ExpectHostEq(out.host, accept.host);
+  // Only the target's name (all a HELLO_ACK must hold): no host, no table.
+  v.clear();
+  Writer w(&v);
+  w.Section(2, [](Writer &f) { f.Str("10.0.0.9:1"); });
+  ASSERT_TRUE(DecodeHelloAck(v.data(), v.size(), &out));
+  EXPECT_EQ(out.target, "10.0.0.9:1");
+  EXPECT_EQ(out.reason, "");
+  ExpectHostEq(out.host, HostIdentity());
+  EXPECT_EQ(out.regions.total, 0u);
+  EXPECT_TRUE(out.regions.entries.empty());
+  EXPECT_TRUE(out.answers.empty());
+}
+
+// Found by fuzz/wire_messages: a section id the decoder does not know (a
+// newer peer's field, 32 and up) was taken twice, though protocol.md says an
+// id twice is malformed; only ids below 32 and transports' were checked.
+TEST(MessagesTest, AnUnknownSectionIdTwiceIsMalformed) {
+  // The fuzzer's input: a HELLO_ACK with section 0x7d02 twice.
+  const std::vector<uint8_t> found = {
+      0x02, 0x00, 0x13, 0x00, 0x00, 0x00, 0x0f, 0x00, 0x00, 0x00, 0x31, 0x32,
+      0x37, 0x2e, 0x30, 0x2e, 0x30, 0x2e, 0x31, 0x3a, 0x32, 0x36, 0x30, 0x30,
+      0x30, 0x07, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x66,
+      0x75, 0x7a, 0x7a, 0x2d, 0x62, 0x6f, 0x6f, 0x74, 0x2d, 0x69, 0x64, 0xfc,
+      0xff, 0xff, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00,
+      0x90, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x01, 0x00, 0x7f, 0x03, 0x00, 0x00, 0x00, 0x01, 0x02,
+      0x03, 0x02, 0x7d, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00,
+      0x7f, 0x03, 0x00, 0x00, 0x00, 0x01, 0x02, 0x03, 0x02, 0x7d, 0x04, 0x00,
+      0x00, 0x00, 0x92, 0x10, 0x00, 0x00,
+  };
+  HelloAck ack;
+  EXPECT_FALSE(DecodeHelloAck(found.data(), found.size(), &ack));
+  for (uint16_t id : {uint16_t{32}, uint16_t{0x100}, uint16_t{0x7fff}}) {
+    std::vector<uint8_t> hello, once, twice;
+    EncodeHello(SampleHello(), &hello);
+    Writer w(&once);
+    w.Bytes(hello);
+    w.Section(id, [](Writer &f) { f.U32(1); });
+    twice = once;
+    Writer w2(&twice);
+    w2.Section(id, [](Writer &f) { f.U32(2); });
+    Hello h;
+    EXPECT_TRUE(DecodeHello(once.data(), once.size(), &h)) << id;
+    EXPECT_FALSE(DecodeHello(twice.data(), twice.size(), &h)) << id;
+    std::vector<uint8_t> a, a_twice;
+    EncodeHelloAck(SampleHelloAck(), &a);
+    Writer wa(&a);
+    wa.Section(id, [](Writer &f) { f.U8(1); });
+    a_twice = a;
+    Writer wa2(&a_twice);
+    wa2.Section(id, [](Writer &f) { f.U8(2); });
+    EXPECT_TRUE(DecodeHelloAck(a.data(), a.size(), &ack)) << id;
+    EXPECT_FALSE(DecodeHelloAck(a_twice.data(), a_twice.size(), &ack)) << id;
+  }
+}
+
 TEST(MessagesTest, HandshakeStringsMustBePrintable) {
   // They are logged: a newline would forge a log line, an escape drive a
   // terminal.

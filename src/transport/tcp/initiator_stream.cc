@@ -64,7 +64,7 @@ InitiatorStream::~InitiatorStream() {
 
 void InitiatorStream::EnqueueLocked(std::vector<std::unique_ptr<Request>> *reqs) {
   for (auto &r : *reqs) {
-    r->req_id = r->wire_id != 0 ? r->wire_id : next_id_++;
+    r->req_id = r->type == wire::MsgType::kRevokeAck ? r->wire_id : next_id_++;  // (a REVOKE's id may be 0)
     r->seq = next_seq_++;
     wire::FrameHeader h;
     h.type = r->type;

@@ -42,7 +42,7 @@ namespace hixl::tcp {
 struct Request {
   wire::MsgType type = wire::MsgType::kPing;
   uint64_t req_id = 0;
-  uint64_t wire_id = 0;          // if set, sent instead of a fresh id (REVOKE_ACK echoes its REVOKE)
+  uint64_t wire_id = 0;          // REVOKE_ACK: the id it echoes (its REVOKE's); others get a fresh id
   uint64_t seq = 0;              // the stream's own running count, for SubmitAndDrive
   uint64_t cost = 0;             // bytes in both directions, while it awaits its reply
   uint8_t hdr[wire::kHeaderSize] = {};
