@@ -147,13 +147,20 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu: %s", mem.addr, mem.len, why.c_str());
     return type == MEM_DEVICE ? UNSUPPORTED : PARAM_INVALID;
   }
-  Status s = kind->CheckRegistration(mem.addr, mem.len, &why);
+  MemPlacement where;
+  Status s = kind->CheckRegistration(mem.addr, mem.len, &where, &why);
   if (s != SUCCESS) {
     HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu as %s memory: %s", mem.addr, mem.len, kind->name(),
               why.c_str());
     return s;
   }
-  s = registry_.Register(mem.addr, mem.len, *kind, [this](Region &r) { return PrepareRegion(r); }, &handle);
+  s = registry_.Register(
+      mem.addr, mem.len, *kind,
+      [this, &where](Region &r) {
+        r.placement = where;
+        return PrepareRegion(r);
+      },
+      &handle);
   if (s == SUCCESS && stopping_) {
     // Racing Finalize (a caller's bug in C++; the Python binding allows it):
     // Shutdown may have listed the regions to revoke from same-host peers
