@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "control/control_server.h"
+#include "device/cuda/cuda_driver.h"
 #include "engine/host_identity.h"
 #include "transport/registry.h"
 #include "wire/frame.h"
@@ -129,6 +130,9 @@ void Engine::Shutdown() {
   for (const auto &r : regions->regions()) {
     for (auto &t : transports_) t->OnDeregister(*r);
   }
+  if (pinned_pool_) {
+    if (cuda::Driver *driver = cuda::GetDriver(nullptr)) driver->UnpinHost(pool_.memory());
+  }
   HIXL_LOGI("engine %s finalized", name_.c_str());
 }
 
@@ -172,7 +176,21 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     return FAILED;
   }
   if (s == SUCCESS) HIXL_LOGD("RegisterMem 0x%" PRIxPTR "+%zu -> %p", mem.addr, mem.len, handle);
+  if (s == SUCCESS && type == MEM_DEVICE) PinPoolForDevice();
   return s;
+}
+
+void Engine::PinPoolForDevice() {
+  if (!pool_.enabled() || pool_pinned_.exchange(true)) return;
+  std::string why;
+  cuda::Driver *driver = cuda::GetDriver(&why);
+  if (driver == nullptr || !driver->PinHost(pool_.memory(), pool_.bytes(), &why)) {
+    // Staging still works, through pageable memory (slower copies).
+    HIXL_LOGW("RegisterMem: cannot page-lock the buffer pool (%zu bytes) for device copies: %s", pool_.bytes(),
+              why.c_str());
+    return;
+  }
+  pinned_pool_ = true;
 }
 
 Status Engine::DeregisterMem(MemHandle handle) {

@@ -74,8 +74,9 @@ void ShmTransport::Answer(const PeerView &peer, TransportAnswer *answer) {
 }
 
 bool ShmTransport::CanReach(const PeerView &peer, MemKinds kinds, std::string *why) {
-  if (kinds & ~MemKindBit(wire::MemKind::kHost)) {
-    *why = "it moves host memory only";
+  if (kinds & ~kHostOnly) {
+    // The peer takes no part in our copies: nobody would stage them.
+    *why = "the peer has device memory registered, and process_vm_writev reaches host memory only";
     return false;
   }
   if (!SameKernel(peer.host)) {
