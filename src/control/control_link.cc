@@ -28,8 +28,10 @@ Status ControlLink::Open(const Params &params, const std::vector<std::unique_ptr
   // REVOKE: forget the region (waiting for copies into it), then say so.
   // The link may be gone by then; the target counts the closed stream as
   // the answer.
-  lp.on_push = [weak](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id, std::vector<uint8_t> &&body,
-                      uint64_t rx_order) {
+  // A channel whose batches reach the target's memory unchecked (ucx) holds
+  // the answer back until none of them can touch the region.
+  lp.on_push = [weak, hook = params.before_revoke_ack](tcp::InitiatorStream &stream, wire::MsgType type, uint64_t id,
+                                                       std::vector<uint8_t> &&body, uint64_t rx_order) {
     wire::RegionInfo region;
     auto r = weak.lock();
     if (r == nullptr || type != wire::MsgType::kRevoke || !wire::DecodeRevoke(body.data(), body.size(), &region)) {
@@ -38,11 +40,23 @@ Status ControlLink::Open(const Params &params, const std::vector<std::unique_ptr
     r->Revoke(region.addr, region.len, rx_order);
     HIXL_LOGD("%s: region 0x%llx+%llu revoked by the target", stream.name().c_str(),
               static_cast<unsigned long long>(region.addr), static_cast<unsigned long long>(region.len));
-    std::vector<std::unique_ptr<tcp::Request>> ack;
-    ack.push_back(tcp::MakeRequest(wire::MsgType::kRevokeAck, {}, std::make_shared<Completion>()));
-    ack.back()->wire_id = id;  // echoes the REVOKE's id
-    ack.back()->done->AddParts(1);
-    stream.Submit(&ack);
+    // The stream may be gone by the time a held-back answer goes: then the
+    // target counts the closed stream as the answer.
+    std::weak_ptr<tcp::InitiatorStream> ws = stream.shared_from_this();
+    auto ack = [ws, id] {
+      auto s = ws.lock();
+      if (s == nullptr) return;
+      std::vector<std::unique_ptr<tcp::Request>> reqs;
+      reqs.push_back(tcp::MakeRequest(wire::MsgType::kRevokeAck, {}, std::make_shared<Completion>()));
+      reqs.back()->wire_id = id;  // echoes the REVOKE's id
+      reqs.back()->done->AddParts(1);
+      s->Submit(&reqs);
+    };
+    if (hook) {
+      hook(region, std::move(ack));
+    } else {
+      ack();
+    }
   };
   // As the stream closes, copies in flight finish first (each checks the
   // link, now broken, under a Hold).

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class ControlLink {
     // copies in flight), so that its end tells the target no copy runs.
     std::shared_ptr<RemoteRegions> regions;
     const std::atomic<bool> *cancel = nullptr;  // dialing gives up soon after it turns true
+    // Called for each REVOKE once the table dropped the region, on the
+    // stream's I/O thread; REVOKE_ACK goes when it calls `ack` (at once
+    // or later, from any thread; at most once). None: acknowledged at once.
+    // The engine asks the link's channel (Channel::BeforeRevokeAck).
+    std::function<void(const wire::RegionInfo &region, std::function<void()> ack)> before_revoke_ack;
   };
 
   // Dials, shakes hands and has the whole region table before `deadline`.

@@ -85,6 +85,9 @@ Status Engine::OpenLink(const std::string &key, const EngineAddress &addr, Deadl
   params.offers = offers_;
   params.regions = link->remote_regions;
   params.cancel = &stopping_;
+  params.before_revoke_ack = [seam = link->revoke_seam](const wire::RegionInfo &region, std::function<void()> ack) {
+    seam->BeforeRevokeAck(region, std::move(ack));
+  };
   wire::HelloAck ack;
   std::string why;
   Status s = ControlLink::Open(params, workers_, deadline, &link->control, &ack, &why);
@@ -155,6 +158,7 @@ Status Engine::ChooseTransport(Link &link, const EngineAddress &addr, const wire
     if (s == SUCCESS) {
       link.channel = std::move(channel);
       link.transport = &t;
+      link.revoke_seam->Set(link.channel.get());
       HIXL_LOGI("link to %s uses %s", link.name.c_str(), t.name());
       return SUCCESS;
     }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/deadline.h"
+#include "common/mutex.h"
 #include "control/control_link.h"
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
@@ -16,10 +17,35 @@
 
 namespace hixl {
 
+// Where the control link's REVOKE handler finds the link's channel
+// (Channel::BeforeRevokeAck): the handler runs on an I/O thread while the
+// link is being made and while it goes away.
+struct RevokeSeam {
+  // Set once the link has its channel; cleared before the channel goes.
+  void Set(Channel *c) {
+    MutexLock lock(&mu);
+    channel = c;
+  }
+  // Asks the channel, or acknowledges at once while there is none (no
+  // batch of the link can touch the region then).
+  void BeforeRevokeAck(const wire::RegionInfo &region, std::function<void()> ack) {
+    MutexLock lock(&mu);
+    if (channel != nullptr) {
+      channel->BeforeRevokeAck(region, std::move(ack));
+    } else {
+      ack();
+    }
+  }
+  // Held while the channel is asked, so that it cannot go meanwhile.
+  Mutex mu;
+  Channel *channel GUARDED_BY(mu) = nullptr;
+};
+
 struct Link {
   ~Link() {
     // The channel goes first: its copies in flight are cancelled while the
     // control stream, which they check, is still there.
+    revoke_seam->Set(nullptr);
     channel.reset();
     control.reset();
   }
@@ -41,6 +67,8 @@ struct Link {
   std::unique_ptr<ControlLink> control;
   // The data path, made by `transport` (which outlives every link).
   std::unique_ptr<Channel> channel;
+  // Shared with the control link's REVOKE handler (see RevokeSeam).
+  std::shared_ptr<RevokeSeam> revoke_seam = std::make_shared<RevokeSeam>();
   Transport *transport = nullptr;
   // Calls and async transfers using the link now; the channel pool never
   // closes a link with users.

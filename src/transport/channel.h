@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "common/completion.h"
@@ -15,6 +16,9 @@ namespace hixl {
 
 struct Region;
 struct RemoteRegion;
+namespace wire {
+struct RegionInfo;
+}
 
 // Memory kinds (bits: 1 << wire::MemKind).
 using MemKinds = unsigned;
@@ -67,6 +71,17 @@ class Channel {
   virtual bool CheckAlive(int64_t interval_ms) {
     (void)interval_ms;
     return true;
+  }
+  // The target revoked `region` and the link's table no longer holds it
+  // (no batch checked from now on names it): `ack` tells the target so. A
+  // channel whose batches reach the target's memory without the target's
+  // checks (an RDMA NIC, UCX's emulated RMA) calls it once none of its
+  // batches in flight can still touch the region; it must not block the
+  // calling I/O thread meanwhile (call `ack` later, from a completion).
+  // Runs on the control stream's I/O thread.
+  virtual void BeforeRevokeAck(const wire::RegionInfo &region, std::function<void()> ack) {
+    (void)region;
+    ack();
   }
 };
 
