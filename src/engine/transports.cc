@@ -1,6 +1,7 @@
 // transports.cc: the transports of this build, listed once. A new transport
 // is a folder under src/transport/ and one entry here (see "How to add a
 // transport" in docs/architecture.md).
+#include "transport/cuda_ipc/cuda_ipc_transport.h"
 #include "transport/registry.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -18,6 +19,8 @@ Status NotBuilt(const char *what, std::string *why) {
 }  // namespace
 
 void BuildTransports(TransportRegistry *registry) {
+  // Same host, GPU memory: HIXL calls its same-node device path hccs.
+  registry->Add({"cuda_ipc", {"hccs"}, {"device"}, 5, cuda_ipc::CudaIpcTransport::Create});
   registry->Add({"shm", {}, {"host"}, 10, shm::ShmTransport::Create});
   registry->Add({"ucx", {"rdma"}, {"host", "device"}, 20,
                  [](const TransportEnv &, std::unique_ptr<Transport> *, std::string *why) {

@@ -211,6 +211,7 @@ bool FakeCuda::EventRecord(int, hixl::cuda::Stream, hixl::cuda::Event *out, std:
 
 hixl::cuda::EventState FakeCuda::EventQuery(int, hixl::cuda::Event e, std::string *) {
   auto *ev = static_cast<FakeEvent *>(e);
+  if (hold_events) return hixl::cuda::EventState::kPending;
   if (ev->polls_left > 0) {
     --ev->polls_left;
     return hixl::cuda::EventState::kPending;

@@ -40,6 +40,7 @@ class FakeCuda final : public hixl::cuda::Driver {
   std::atomic<int> pinned{0};
   std::atomic<bool> fail_copies{false};  // every copy fails
   std::atomic<int> pending_polls{0};     // an event reports pending this many times first
+  std::atomic<bool> hold_events{false};  // every event reports pending meanwhile
   int open_mappings() const;             // IPC mappings not closed
 
   std::string Describe() const override { return "fake CUDA driver (tests)"; }
