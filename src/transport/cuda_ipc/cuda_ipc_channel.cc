@@ -42,6 +42,7 @@ void CudaIpcChannel::Submit(bool is_write, const Piece *pieces, size_t n, const 
   job->done = done;
   std::string why;
   bool queued = false;
+  Status submitted = SUCCESS;  // (job->status is the poller's once the job is listed)
   {
     // A region revoked from now on is not in the table: its pieces fail.
     // One revoked before is waited for (BeforeRevokeAck finds its job).
@@ -80,6 +81,7 @@ void CudaIpcChannel::Submit(bool is_write, const Piece *pieces, size_t n, const 
     }
     // Even after a failure: copies already queued run, and the batch may
     // end only when they have.
+    submitted = job->status;
     std::string err;
     if (!closed_ && driver_->EventRecord(ordinal_, stream_, &job->event, &err)) {
       jobs_.push_back(job);
@@ -89,10 +91,10 @@ void CudaIpcChannel::Submit(bool is_write, const Piece *pieces, size_t n, const 
       // Nothing can tell when this stream's copies end any more.
       why += (why.empty() ? "" : "; ") + err;
       closed_ = true;
-      job->status = FAILED;
+      submitted = FAILED;
     }
   }
-  if (job->status != SUCCESS) HIXL_LOGE("cuda_ipc: %s %zu piece(s): %s", is_write ? "WRITE" : "READ", n, why.c_str());
+  if (submitted != SUCCESS) HIXL_LOGE("cuda_ipc: %s %zu piece(s): %s", is_write ? "WRITE" : "READ", n, why.c_str());
   if (!queued) {
     done->PartDone(FAILED);
     return;
