@@ -15,12 +15,6 @@
 namespace hixl_test {
 namespace {
 
-std::vector<uint8_t> Bytes(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 2246822519u + seed) >> 11);
-  return v;
-}
-
 class CudaIpc : public ::testing::Test {
  protected:
   static constexpr size_t kLen = 4u << 20;
@@ -71,7 +65,7 @@ TEST_F(CudaIpc, DeviceAndHostToAPeersDeviceMemoryWithOneOpenPerAllocation) {
     for (hixl::TransferOp op : {hixl::WRITE, hixl::READ}) {
       for (size_t remote_off : {size_t{123}, kLen / 2 + 4096}) {
         const size_t len = 300000, local_off = 77;
-        auto want = Bytes(len, ++seed);
+        auto want = PatternBytes(len, ++seed);
         if (op == hixl::WRITE) {
           if (local_device) {
             fake().Write(local + local_off, want.data(), len);
@@ -131,7 +125,7 @@ TEST_F(CudaIpc, DeregisterMemClosesThePeersMappingBeforeItReturns) {
   EXPECT_EQ(fake().ipc_opens.load(), 2);
   // Registered again: usable again, through the same mapping.
   Register(target_, dev_t_, kLen / 2, hixl::MEM_DEVICE);
-  auto want = Bytes(4096, 3);
+  auto want = PatternBytes(4096, 3);
   fake().Write(dev_i_, want.data(), want.size());
   ASSERT_EQ(ini_.TransferSync(name_.c_str(), hixl::WRITE, into_a, 5000), hixl::SUCCESS);
   std::vector<uint8_t> got(4096);

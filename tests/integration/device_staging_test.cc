@@ -25,12 +25,6 @@ hixl::MemHandle Register(hixl::Hixl &h, uintptr_t addr, size_t len, hixl::MemTyp
   return handle;
 }
 
-std::vector<uint8_t> Bytes(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 2654435761u + seed) >> 13);
-  return v;
-}
-
 class DeviceStaging : public ::testing::Test {
  protected:
   static constexpr size_t kLen = 24u << 20;  // more than the buffer pool's 4 x 8 MiB can take in one round
@@ -103,7 +97,7 @@ TEST_F(DeviceStaging, EveryKindPairOverTcpIsByteExact) {
         std::vector<std::vector<uint8_t>> want;
         for (const auto &[off, len] : parts) {
           const size_t roff = off ^ 64;  // other offsets on the remote side
-          want.push_back(Bytes(len, ++seed));
+          want.push_back(PatternBytes(len, ++seed));
           if (op == hixl::WRITE) {
             put(l, l.base + off, want.back());
           } else {
@@ -182,7 +176,7 @@ TEST_F(DeviceStaging, AShmLinkRefusesDeviceMemoryRegisteredAfterIt) {
   // Our own device memory on the shm link is staged by us: fine.
   Register(ini_, dev_i_, kLen, hixl::MEM_DEVICE);
   std::vector<hixl::TransferOpDesc> mine = {{dev_i_ + 8, host_t_.addr() + 16, 4096}};
-  auto want = Bytes(4096, 99);
+  auto want = PatternBytes(4096, 99);
   fake().Write(dev_i_ + 8, want.data(), want.size());
   EXPECT_EQ(ini_.TransferSync(name_.c_str(), hixl::WRITE, mine, 5000), hixl::SUCCESS);
   EXPECT_EQ(std::memcmp(host_t_.data() + 16, want.data(), want.size()), 0);

@@ -11,21 +11,13 @@
 #include "transport/cuda_ipc/cuda_ipc_channel.h"
 #include "transport/cuda_ipc/ipc_section.h"
 #include "transport/registry.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/shm/socket_owner.h"
-#include "wire/codec.h"
 
 namespace hixl::cuda_ipc {
 namespace {
 
 constexpr uint8_t kAnswerVersion = 1;
-
-uint32_t DecodePid(const wire::Sections &sections) {
-  const std::vector<uint8_t> *bytes = wire::FindSection(sections, kWireId);
-  if (bytes == nullptr) return 0;
-  wire::Reader r(bytes->data(), bytes->size());
-  const uint32_t pid = r.U32();
-  return r.ok() ? pid : 0;
-}
 
 }  // namespace
 
@@ -46,15 +38,14 @@ bool CudaIpcTransport::SameKernel(const wire::HostIdentity &other) const {
 }
 
 void CudaIpcTransport::Offer(std::vector<uint8_t> *bytes) {
-  wire::Writer w(bytes);
-  w.U32(static_cast<uint32_t>(getpid()));
+  shm::EncodePid(static_cast<uint32_t>(getpid()), bytes);  // (as shm offers it)
 }
 
 void CudaIpcTransport::Answer(const PeerView &peer, TransportAnswer *answer) {
   // A peer that opens our allocations reaches them without our checks:
   // only one proven to be the process on this host it claims to be (see
   // shm), so that DeregisterMem waits for it and for no impostor.
-  const uint32_t pid = DecodePid(*peer.sections);
+  const uint32_t pid = shm::DecodePid(*peer.sections, kWireId);
   if (pid == 0 || !SameKernel(peer.host) || cuda::DriverIfLoaded() == nullptr) return;
   std::string why;
   if (!shm::PeerHoldsSocket(peer.control_fd, static_cast<pid_t>(pid), &why)) {

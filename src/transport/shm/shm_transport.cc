@@ -19,8 +19,8 @@ void EncodePid(uint32_t pid, std::vector<uint8_t> *out) {
   w.U32(pid);
 }
 
-uint32_t DecodePid(const wire::Sections &sections) {
-  const std::vector<uint8_t> *bytes = wire::FindSection(sections, kWireId);
+uint32_t DecodePid(const wire::Sections &sections, uint16_t wire_id) {
+  const std::vector<uint8_t> *bytes = wire::FindSection(sections, wire_id);
   if (bytes == nullptr) return 0;
   wire::Reader r(bytes->data(), bytes->size());
   const uint32_t pid = r.U32();
