@@ -235,19 +235,23 @@ const Loaded &LoadOnce() {
 
 }  // namespace
 
+// The driver once GetDriver loaded it: read without the loader's lock.
+std::atomic<Driver *> g_loaded{nullptr};
+
 Driver *GetDriver(std::string *why) {
   if (Driver *d = g_test_driver.load(std::memory_order_acquire)) return d;
   const Loaded &l = LoadOnce();
   if (l.driver == nullptr && why != nullptr) *why = l.why;
+  g_loaded.store(l.driver, std::memory_order_release);
   return l.driver;
 }
 
+// Not dlopen(RTLD_NOLOAD): it takes the dynamic loader's lock, and a
+// child forked while another thread held it would hang in RegisterMem
+// (ForkTest.AChildIsNotHeldByLocksThatParentThreadsHeldAtTheFork).
 Driver *DriverIfLoaded() {
   if (Driver *d = g_test_driver.load(std::memory_order_acquire)) return d;
-  void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (lib == nullptr) return nullptr;
-  dlclose(lib);  // (drops only the reference RTLD_NOLOAD took)
-  return GetDriver(nullptr);
+  return g_loaded.load(std::memory_order_acquire);
 }
 
 void SetDriverForTesting(Driver *d) { g_test_driver.store(d, std::memory_order_release); }

@@ -69,9 +69,10 @@ class Driver {
 // per process), or the one a test set. nullptr, with the reason in *why,
 // where there is none (no libcuda.so.1, no GPU, a stub library).
 Driver *GetDriver(std::string *why);
-// The driver only if this process already uses CUDA (libcuda.so.1 is
-// loaded) or a test set one: a MEM_HOST registration asks it whether the
-// range is device memory without loading CUDA into a process that has none.
+// The driver only if GetDriver loaded it already (a MEM_DEVICE
+// registration did) or a test set one: a MEM_HOST registration asks it
+// whether the range is device memory without loading CUDA into a process
+// that has none. Takes no lock (fork-safe).
 Driver *DriverIfLoaded();
 // Tests: use `d` instead of libcuda's (nullptr: back to the real one).
 void SetDriverForTesting(Driver *d);

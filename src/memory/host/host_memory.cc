@@ -14,8 +14,8 @@
 namespace hixl {
 namespace {
 
-// PARAM_INVALID when the CUDA driver (only if this process already loaded
-// it) says either end of the range is device memory.
+// PARAM_INVALID when the CUDA driver (only if hixl loaded it already) says
+// either end of the range is device memory.
 Status CheckNotDevice(uintptr_t addr, size_t len, std::string *why) {
   cuda::Driver *driver = cuda::DriverIfLoaded();
   if (driver == nullptr) return SUCCESS;
@@ -39,8 +39,8 @@ class HostKind final : public MemoryKind {
 
   // Any range: registering must not touch or pin its pages (1 TiB of
   // unpopulated memory registers at once); what may be done with it is
-  // looked up at its first use. Except CUDA device memory, where the
-  // process uses CUDA: a memcpy into it would fault.
+  // looked up at its first use. Except CUDA device memory, once hixl uses
+  // CUDA: a memcpy into it would fault.
   Status CheckRegistration(uintptr_t addr, size_t len, MemPlacement *, std::string *why) const override {
     return CheckNotDevice(addr, len, why);
   }
