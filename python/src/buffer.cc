@@ -12,10 +12,21 @@ namespace hixl_py {
 void GetBuffer(py::handle obj, Py_buffer *view, bool writable) {
   int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj.ptr(), view, flags) == 0) return;
-  if (!writable) throw py::error_already_set();
+  py::error_already_set original;  // (taken: the indicator is clear now)
+  // A CUDA tensor (or any __cuda_array_interface__ exporter) has no buffer
+  // protocol: its memory is on the GPU. Say what to do instead. (Asked only
+  // on failure: the attribute lookup is not free.)
+  if (PyObject_HasAttrString(obj.ptr(), "__cuda_array_interface__") != 0) {
+    throw py::type_error(std::string("hixl: ") + Py_TYPE(obj.ptr())->tp_name +
+                         " object is GPU (CUDA) memory, which the buffer helpers do not take (they read host "
+                         "memory): register it with register_mem(MemDesc(t.data_ptr(), t.nbytes), MEM_DEVICE) "
+                         "and keep it alive until deregister_mem returns; descriptors take its addresses as "
+                         "integers");
+  }
+  PyErr_Clear();
+  if (!writable) throw std::move(original);
   // Say why when the object is merely read-only (exporters differ in what
   // they raise: BufferError, ValueError...).
-  py::error_already_set original;
   if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_C_CONTIGUOUS) != 0) {
     PyErr_Clear();
     throw std::move(original);

@@ -478,7 +478,8 @@ void BindEngine(py::module_ &m) {
           },
           py::arg("mem_desc"), py::arg("mem_type"),
            "Register a memory region; returns (status, mem_handle). Keep the memory alive and in place until "
-           "deregister_mem returns (see register_buffer, which does that for you).")
+           "deregister_mem returns (see register_buffer, which does that for you). GPU memory: "
+           "MemDesc(t.data_ptr(), t.nbytes) with MEM_DEVICE.")
       .def("register_buffer", &HixlPy::RegisterBuffer, py::arg("obj"), py::arg("mem_type") = hixl::MEM_HOST,
            "[hixl extension] Register the memory of a writable, C-contiguous buffer-protocol object (NumPy "
            "array, bytearray, memoryview...); returns (status, mem_handle). On success the binding holds a buffer "

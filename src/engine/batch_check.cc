@@ -21,12 +21,15 @@ BatchCheck::Result BatchCheck::Run(const std::vector<TransferOpDesc> &descs, siz
     }
     if (r == nullptr && !pool_on_) return {Verdict::kLocalUnregistered, i};
     if (r != nullptr && !Registry::Allows(**r, d.local_addr, d.len, local_need_)) return {Verdict::kLocalNoAccess, i};
+    const bool staged = r != nullptr && (local_kinds_ & MemKindBit((*r)->memory->wire_kind())) == 0;
+    if (staged && !pool_on_) return {Verdict::kLocalNeedsStaging, i};
     if (!RemoteKnown(d.remote_addr, d.len)) return {Verdict::kRemoteUnknown, i};
+    if ((remote_kinds_ & MemKindBit(last_remote_->kind)) == 0) return {Verdict::kRemoteKind, i};
     total_ += d.len;
     // Descriptors that continue the previous one on both sides become one
     // piece, if one region on each side holds both: every transport then
     // handles fewer, longer segments (and one key per piece).
-    std::vector<Piece> *out = r != nullptr ? direct : relayed;
+    std::vector<Piece> *out = r != nullptr && !staged ? direct : relayed;
     const Region *local = r != nullptr ? r->get() : nullptr;
     Piece *last = out->empty() ? nullptr : &out->back();
     if (last != nullptr && last->local + last->len == d.local_addr && last->remote + last->len == d.remote_addr &&

@@ -31,7 +31,15 @@ struct BatchHold {
 
 class BatchCheck {
  public:
-  enum class Verdict { kOk, kBadDescriptor, kLocalUnregistered, kLocalNoAccess, kRemoteUnknown };
+  enum class Verdict {
+    kOk,
+    kBadDescriptor,
+    kLocalUnregistered,
+    kLocalNoAccess,
+    kLocalNeedsStaging,  // memory the channel does not take, and the buffer pool is off
+    kRemoteUnknown,
+    kRemoteKind,         // remote memory of a kind the channel cannot reach
+  };
   struct Result {
     Verdict verdict = Verdict::kOk;
     size_t index = 0;  // the descriptor the verdict is about
@@ -39,9 +47,17 @@ class BatchCheck {
 
   // With `pool_on`, unregistered local memory goes to `relayed` instead of
   // being refused. Registered local memory must allow `local_need`
-  // (PageAccess: a READ writes it, a WRITE reads it).
-  BatchCheck(const RegionTable &local, const RemoteTable &remote, bool pool_on, unsigned local_need)
-      : local_(local), remote_(&remote), pool_on_(pool_on), local_need_(local_need) {}
+  // (PageAccess: a READ writes it, a WRITE reads it). Registered memory of
+  // a kind outside `local_kinds` (what the channel takes) goes to `relayed`
+  // too, to be staged; remote memory must be of `remote_kinds`.
+  BatchCheck(const RegionTable &local, const RemoteTable &remote, bool pool_on, unsigned local_need,
+             MemKinds local_kinds = kHostOnly, MemKinds remote_kinds = kHostOnly)
+      : local_(local),
+        remote_(&remote),
+        pool_on_(pool_on),
+        local_need_(local_need),
+        local_kinds_(local_kinds),
+        remote_kinds_(remote_kinds) {}
 
   // Checks descs[from..]: pins local regions into `pins`, appends pieces to
   // `direct` (registered local memory) or `relayed`. Stops at the first
@@ -70,6 +86,8 @@ class BatchCheck {
   const RemoteTable *remote_;
   const bool pool_on_;
   const unsigned local_need_;
+  const MemKinds local_kinds_;
+  const MemKinds remote_kinds_;
   RegionTable::Ref local_hint_ = nullptr;
   const RemoteRegion *last_remote_ = nullptr;
   uint64_t total_ = 0;  // bytes of the descriptors accepted so far

@@ -29,6 +29,9 @@ class BufferPool {
   BufferPool &operator=(const BufferPool &) = delete;
 
   bool enabled() const { return !buffers_.empty(); }
+  // The buffers' memory, one mapping (to page-lock it for device copies).
+  void *memory() const { return mapping_; }
+  size_t bytes() const { return buffers_.size() * size_; }
   // Calls `ready` with a buffer: now, on this thread, if one is free; else
   // later, on the thread that releases one. (Called from within a `ready`,
   // either hands over after that `ready` returns: no recursion.)

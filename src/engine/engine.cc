@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "control/control_server.h"
+#include "device/cuda/cuda_driver.h"
 #include "engine/host_identity.h"
 #include "transport/registry.h"
 #include "wire/frame.h"
@@ -153,6 +154,9 @@ void Engine::Shutdown() {
   for (const auto &r : regions->regions()) {
     for (auto &t : transports_) t->OnDeregister(*r);
   }
+  if (pinned_pool_) {
+    if (cuda::Driver *driver = cuda::GetDriver(nullptr)) driver->UnpinHost(pool_.memory());
+  }
   HIXL_LOGI("engine %s finalized", name_.c_str());
 }
 
@@ -171,13 +175,20 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu: %s", mem.addr, mem.len, why.c_str());
     return type == MEM_DEVICE ? UNSUPPORTED : PARAM_INVALID;
   }
-  Status s = kind->CheckRegistration(mem.addr, mem.len, &why);
+  MemPlacement where;
+  Status s = kind->CheckRegistration(mem.addr, mem.len, &where, &why);
   if (s != SUCCESS) {
     HIXL_LOGE("RegisterMem: addr=0x%" PRIxPTR " len=%zu as %s memory: %s", mem.addr, mem.len, kind->name(),
               why.c_str());
     return s;
   }
-  s = registry_.Register(mem.addr, mem.len, *kind, [this](Region &r) { return PrepareRegion(r); }, &handle);
+  s = registry_.Register(
+      mem.addr, mem.len, *kind,
+      [this, &where](Region &r) {
+        r.placement = where;
+        return PrepareRegion(r);
+      },
+      &handle);
   if (s == SUCCESS && stopping_) {
     // Racing Finalize (a caller's bug in C++; the Python binding allows it):
     // Shutdown may have listed the regions to revoke from same-host peers
@@ -189,7 +200,21 @@ Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) 
     return FAILED;
   }
   if (s == SUCCESS) HIXL_LOGD("RegisterMem 0x%" PRIxPTR "+%zu -> %p", mem.addr, mem.len, handle);
+  if (s == SUCCESS && type == MEM_DEVICE) PinPoolForDevice();
   return s;
+}
+
+void Engine::PinPoolForDevice() {
+  if (!pool_.enabled() || pool_pinned_.exchange(true)) return;
+  std::string why;
+  cuda::Driver *driver = cuda::GetDriver(&why);
+  if (driver == nullptr || !driver->PinHost(pool_.memory(), pool_.bytes(), &why)) {
+    // Staging still works, through pageable memory (slower copies).
+    HIXL_LOGW("RegisterMem: cannot page-lock the buffer pool (%zu bytes) for device copies: %s", pool_.bytes(),
+              why.c_str());
+    return;
+  }
+  pinned_pool_ = true;
 }
 
 Status Engine::DeregisterMem(MemHandle handle) {

@@ -172,6 +172,12 @@ class Engine {
   Registry registry_;
   NotifyInbox inbox_;
   BufferPool pool_;
+  // The pool's buffers are page-locked by the CUDA driver (staging copies
+  // of device memory run at full speed), from the first MEM_DEVICE
+  // registration until Shutdown.
+  std::atomic<bool> pool_pinned_{false};  // tried
+  std::atomic<bool> pinned_pool_{false};  // and done
+  void PinPoolForDevice();
   LinkTable links_;
   Revocation revocation_;
   // Guards the two sets of handles below; dereg_cv_ wakes a DeregisterMem

@@ -141,7 +141,12 @@ Status Engine::ChooseTransport(Link &link, const EngineAddress &addr, const wire
   setup.link_nonce = link.control->link_nonce();
   setup.regions = link.remote_regions.get();
   setup.control = link.control.get();
-  const MemKinds kinds = MemKindBit(wire::MemKind::kHost);
+  // What the transport must reach: the kinds of the peer's memory now (our
+  // own memory of a kind its channel does not take, the engine stages).
+  // (A peer with nothing registered yet is taken for one with host memory.)
+  MemKinds kinds = 0;
+  for (const auto &r : link.remote_regions->Snapshot()->regions()) kinds |= MemKindBit(r->kind);
+  if (kinds == 0) kinds = kHostOnly;
   std::string reasons;
   for (size_t i = 0; i < transports_.size(); ++i) {
     Transport &t = *transports_[i];

@@ -20,9 +20,13 @@ Status CheckRelayedAccess(const Link &link, TransferOp op, const std::vector<Pie
   // BatchCheck checked registered memory only. The relay copies unregistered
   // memory with memcpy, which would fault the whole process on a READ into a
   // read-only buffer (or a WRITE from an unreadable one): refuse it instead.
+  // (Registered memory staged by its kind was checked as registered.)
   std::vector<MemRange> ranges;
   ranges.reserve(relayed.size());
-  for (const Piece &p : relayed) ranges.push_back({p.local, p.len});
+  for (const Piece &p : relayed) {
+    if (p.local_region == nullptr) ranges.push_back({p.local, p.len});
+  }
+  if (ranges.empty()) return SUCCESS;
   // Unregistered memory is taken for host memory (a staging copy of it is
   // what moves).
   const size_t bad = HostMemory().FirstInaccessible(ranges.data(), ranges.size(), need);
@@ -81,7 +85,9 @@ Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, co
   auto table = registry_.Snapshot();
   const unsigned local_need = op == READ ? kPageWrite : kPageRead;
   hold->tables.push_back(link->remote_regions->Snapshot());
-  BatchCheck check(*table, *hold->tables.back(), pool_.enabled(), local_need);
+  const Channel &channel = link->data();
+  BatchCheck check(*table, *hold->tables.back(), pool_.enabled(), local_need, channel.local_kinds(),
+                   channel.remote_kinds());
   bool refreshed = false;
   for (size_t from = 0;;) {
     BatchCheck::Result r = check.Run(descs, from, &hold->pins, direct, relayed);
@@ -113,6 +119,17 @@ Status Engine::PrepareBatch(const std::shared_ptr<Link> &link, TransferOp op, co
         HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is registered memory this process "
                   "may not %s (see its protection)",
                   OpName(op), link->name.c_str(), r.index, d.local_addr, d.len, op == READ ? "write" : "read");
+        break;
+      case BatchCheck::Verdict::kLocalNeedsStaging:
+        HIXL_LOGE("Transfer %s %s: descriptor %zu local range 0x%" PRIxPTR "+%zu is device memory, which the link's "
+                  "transport %s moves only through the buffer pool, and the buffer pool is off",
+                  OpName(op), link->name.c_str(), r.index, d.local_addr, d.len, channel.name());
+        break;
+      case BatchCheck::Verdict::kRemoteKind:
+        HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is device memory at the remote, "
+                  "which the link's transport %s cannot reach (the link chose it before that memory was registered: "
+                  "Disconnect and Connect again); nothing of the batch was moved",
+                  OpName(op), link->name.c_str(), r.index, d.remote_addr, d.len, channel.name());
         break;
       default:
         HIXL_LOGE("Transfer %s %s: descriptor %zu remote range 0x%" PRIxPTR "+%zu is outside every region "

@@ -1,10 +1,11 @@
 #include "engine/relay.h"
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 
 #include "common/log.h"
-#include "memory/memory_kind.h"
+#include "memory/registry.h"
 
 namespace hixl {
 
@@ -21,6 +22,27 @@ std::shared_ptr<Relay> Relay::Create(std::shared_ptr<void> keepalive, Channel *c
   r->deadline_ = deadline;
   done->AddParts(1);
   return r;
+}
+
+// Unregistered memory is taken for host memory; registered memory of
+// another kind (device memory over a host-only channel) is copied by its
+// kind, from where it lives.
+bool Relay::CopyOut(const Piece &user, uint8_t *staging, std::string *why) {
+  if (user.local_region == nullptr) {
+    std::memcpy(staging, reinterpret_cast<const void *>(user.local), user.len);
+    return true;
+  }
+  const Region &r = *user.local_region;
+  return r.memory->CopyToHost(r.placement, staging, reinterpret_cast<const void *>(user.local), user.len, why);
+}
+
+bool Relay::CopyIn(const Piece &user, const uint8_t *staging, std::string *why) {
+  if (user.local_region == nullptr) {
+    std::memcpy(reinterpret_cast<void *>(user.local), staging, user.len);
+    return true;
+  }
+  const Region &r = *user.local_region;
+  return r.memory->CopyFromHost(r.placement, reinterpret_cast<void *>(user.local), staging, user.len, why);
 }
 
 void Relay::RequestBuffer() {
@@ -54,10 +76,18 @@ void Relay::OnBuffer(BufferPool::Buffer *b) {
     while (next_ < pieces_.size() && used < b->size) {
       const Piece &p = pieces_[next_];
       size_t take = std::min(p.len - offset_, b->size - used);
-      Piece user{p.local + offset_, p.remote + offset_, take, nullptr, p.remote_region};
+      Piece user{p.local + offset_, p.remote + offset_, take, p.local_region, p.remote_region};
       Piece staged{reinterpret_cast<uintptr_t>(b->data + used), p.remote + offset_, take, nullptr, p.remote_region};
-      // (Unregistered memory is taken for host memory: see MemoryKind.)
-      if (is_write_) HostMemory().CopyToHost(b->data + used, reinterpret_cast<const void *>(user.local), take);
+      std::string why;
+      if (is_write_ && !CopyOut(user, b->data + used, &why)) {
+        HIXL_LOGE("Transfer WRITE: staging local 0x%" PRIxPTR "+%zu failed: %s; the batch fails", user.local, take,
+                  why.c_str());
+        pool_->Release(b);
+        finished_ = true;
+        lock.Unlock();
+        done_->PartDone(FAILED);
+        return;
+      }
       round->user.push_back(user);
       round->staged.push_back(staged);
       used += take;
@@ -114,14 +144,20 @@ void Relay::OnRoundDone(const std::shared_ptr<Round> &round) {
         if (s == PARAM_INVALID) failed = rounds_ok_ == 0 && in_flight_ == 0 ? kRefused : FAILED;
       } else {
         ++rounds_ok_;
-        if (!is_write_) {
-          size_t at = 0;
-          for (const Piece &p : round->user) {
-            HostMemory().CopyFromHost(reinterpret_cast<void *>(p.local), round->buffer->data + at, p.len);
-            at += p.len;
+        size_t at = 0;
+        std::string why;
+        for (const Piece &p : round->user) {
+          if (is_write_) break;
+          if (!CopyIn(p, round->buffer->data + at, &why)) {
+            HIXL_LOGE("Transfer READ: copying into local 0x%" PRIxPTR "+%zu failed: %s; the batch fails", p.local,
+                      p.len, why.c_str());
+            failed = FAILED;
+            finished_ = true;
+            break;
           }
+          at += p.len;
         }
-        all_done = next_ == pieces_.size() && in_flight_ == 0;
+        all_done = failed == SUCCESS && next_ == pieces_.size() && in_flight_ == 0;
         if (all_done) finished_ = true;
       }
     }

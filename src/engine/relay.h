@@ -1,5 +1,7 @@
 // relay.h: moves the pieces of a batch whose local memory is not registered
-// through the engine's staging buffers (the buffer pool). Each round takes
+// through the engine's staging buffers (the buffer pool), and so does
+// registered memory the link's channel cannot reach itself (device memory
+// over tcp: copied by its memory kind through the driver). Each round takes
 // one buffer, packs as many pieces (or parts of one) as fit, and goes out on
 // the link's channel as a batch of its own: a WRITE copies into the buffer
 // first, a READ copies out of it when the round is done. Rounds run as
@@ -7,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/completion.h"
@@ -41,6 +44,9 @@ class Relay : public std::enable_shared_from_this<Relay> {
   };
 
   Relay() = default;
+  // Between a caller's piece and staging memory, by the piece's memory kind.
+  static bool CopyOut(const Piece &user, uint8_t *staging, std::string *why);
+  static bool CopyIn(const Piece &user, const uint8_t *staging, std::string *why);
   void RequestBuffer() EXCLUDES(mu_);
   void OnBuffer(BufferPool::Buffer *b) EXCLUDES(mu_);
   void OnRoundDone(const std::shared_ptr<Round> &round) EXCLUDES(mu_);

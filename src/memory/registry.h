@@ -28,6 +28,7 @@ struct Region {
   uintptr_t addr = 0;
   size_t len = 0;
   const MemoryKind *memory = &HostMemory();
+  MemPlacement placement;  // where it lives (set before any table holds it)
   // Set before the region is in any table, constant after: what transports
   // attach to its entry in our region table (a remote key), and what they
   // keep for themselves (a memory handle), by transport wire id.

@@ -10,6 +10,7 @@
 
 #include "common/completion.h"
 #include "common/deadline.h"
+#include "wire/messages.h"
 
 namespace hixl {
 
@@ -18,6 +19,11 @@ struct RemoteRegion;
 namespace wire {
 struct RegionInfo;
 }
+
+// Memory kinds (bits: 1 << wire::MemKind).
+using MemKinds = unsigned;
+constexpr MemKinds MemKindBit(wire::MemKind k) { return 1u << static_cast<unsigned>(k); }
+constexpr MemKinds kHostOnly = MemKindBit(wire::MemKind::kHost);
 
 // One piece of a batch: `len` bytes between local and remote addresses.
 struct Piece {
@@ -54,6 +60,11 @@ class Channel {
   // True when nothing of a caller's is in flight (the channel pool may then
   // close the link).
   virtual bool idle() const = 0;
+  // The memory kinds it moves directly: of ours (the engine stages the
+  // others through its buffer pool) and of the peer's (a batch touching
+  // another kind there is refused).
+  virtual MemKinds local_kinds() const { return kHostOnly; }
+  virtual MemKinds remote_kinds() const { return kHostOnly; }
   // Heartbeat, every so often: false when the peer is gone (see
   // heartbeat.interval_ms). Channels watched by their link's control stream
   // alone need nothing more.

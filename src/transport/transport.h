@@ -43,10 +43,6 @@ class ControlLink;
 class RemoteRegions;
 struct Region;
 
-// Memory kinds a link moves between (bits: 1 << wire::MemKind).
-using MemKinds = unsigned;
-constexpr MemKinds MemKindBit(wire::MemKind k) { return 1u << static_cast<unsigned>(k); }
-
 // What an engine gives its transports.
 struct TransportEnv {
   std::string local_name;  // our engine's address
@@ -111,7 +107,9 @@ class Transport {
     (void)answer;
   }
   // Initiator, after the handshake: whether it can reach the peer (whose
-  // answers are in peer.sections) for memory of `kinds`; if not, why.
+  // answers are in peer.sections) for the memory kinds its region table
+  // holds (`kinds`); if not, why. Our own memory of a kind its channel does
+  // not take (Channel::local_kinds) the engine stages itself.
   virtual bool CanReach(const PeerView &peer, MemKinds kinds, std::string *why) = 0;
   // Makes the link's data channel before `deadline`. SUCCESS, or FAILED /
   // TIMEOUT with the reason in *why (the engine then tries the next one).

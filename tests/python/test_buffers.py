@@ -154,3 +154,30 @@ def test_register_buffer_failures(engine):
         engine.register_buffer(b"read-only")
     with pytest.raises(TypeError):
         engine.register_buffer(42)
+
+
+class _FakeCudaTensor:
+    """Looks like a CUDA tensor to the binding: __cuda_array_interface__, no buffer protocol."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (16,), "typestr": "|u1", "data": (0x7F0000000000, False), "version": 3}
+
+
+def test_buffer_helpers_refuse_device_memory_and_say_what_to_do(engine):
+    assert engine.initialize("127.0.0.1") == hixl.SUCCESS
+    t = _FakeCudaTensor()
+    for call in (lambda: hixl.buffer_address(t), lambda: hixl.mem_desc(t),
+                 lambda: hixl.transfer_op_desc(t, 0x5000), lambda: engine.register_buffer(t, hixl.MEM_DEVICE)):
+        with pytest.raises(TypeError, match=r"GPU \(CUDA\) memory.*register_mem\(MemDesc\(t.data_ptr\(\), t.nbytes\), MEM_DEVICE\)"):
+            call()
+
+
+def test_register_mem_device_without_cuda_is_unsupported(engine):
+    """This machine has no NVIDIA driver: MEM_DEVICE says UNSUPPORTED (a GPU host runs the GPU check instead)."""
+    import os
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this host has an NVIDIA driver: scripts/gpu_check.sh covers MEM_DEVICE")
+    assert engine.initialize("127.0.0.1") == hixl.SUCCESS
+    host = np.zeros(4096, dtype=np.uint8)
+    assert engine.register_mem(hixl.MemDesc(host.ctypes.data, host.nbytes), hixl.MEM_DEVICE)[0] == hixl.UNSUPPORTED

@@ -28,6 +28,13 @@ HIXL_TEST_NO_TSAN inline void FillPattern(void *buf, size_t len, uint64_t seed, 
   for (size_t i = 0; i < len; ++i) p[i] = PatternByte(seed, base_offset + i);
 }
 
+// A buffer filled with `seed`.
+inline std::vector<uint8_t> PatternBytes(size_t len, uint64_t seed) {
+  std::vector<uint8_t> v(len);
+  FillPattern(v.data(), len, seed);
+  return v;
+}
+
 // FNV-1a, 64 bit.
 HIXL_TEST_NO_TSAN inline uint64_t Hash(const void *buf, size_t len) {
   auto *p = static_cast<const uint8_t *>(buf);

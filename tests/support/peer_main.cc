@@ -2,6 +2,9 @@
 // engine and obeys line commands on stdin, answering one line on stdout:
 //
 //   ALLOC <len>              -> OK <id> <addr>        (mmap'ed, zero-filled)
+//   DALLOC <len>             -> OK <id> <addr> | ERR <why>: GPU memory
+//                               (cuMemAlloc); REG registers it as MEM_DEVICE,
+//                               FILL and HASH copy through the driver
 //   REG <id> [off len]       -> OK <handle> | ERR <status>
 //   DEREG <handle>           -> OK | ERR <status>
 //   FILL <id> <seed>         -> OK                     (pattern.h)
@@ -55,6 +58,7 @@
 
 #include "hixl/hixl.h"
 #include "support/free_port.h"
+#include "support/gpu_memory.h"
 #include "support/pattern.h"
 
 namespace {
@@ -62,6 +66,7 @@ namespace {
 struct Buffer {
   uint8_t *p;
   size_t len;
+  bool device = false;
 };
 
 void Reply(const std::string &s) {
@@ -159,6 +164,17 @@ int main(int argc, char **argv) {
       }
       buffers.push_back({static_cast<uint8_t *>(p), len});
       Reply("OK " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "DALLOC") {
+      size_t len = 0;
+      in >> len;
+      auto &gpu = hixl_test::GpuMemory::Get();
+      uintptr_t p = gpu.ok() ? gpu.Alloc(len) : 0;
+      if (p == 0) {
+        Reply("ERR " + (gpu.ok() ? std::string("cuMemAlloc") : gpu.why()));
+        continue;
+      }
+      buffers.push_back({reinterpret_cast<uint8_t *>(p), len, true});
+      Reply("OK " + std::to_string(buffers.size() - 1) + " " + std::to_string(p));
     } else if (cmd == "REG") {
       size_t id = 0, off = 0, len = 0;
       in >> id;
@@ -170,7 +186,7 @@ int main(int argc, char **argv) {
       d.addr = reinterpret_cast<uintptr_t>(buffers.at(id).p + off);
       d.len = len;
       hixl::MemHandle h = nullptr;
-      s = engine.RegisterMem(d, hixl::MEM_HOST, h);
+      s = engine.RegisterMem(d, buffers.at(id).device ? hixl::MEM_DEVICE : hixl::MEM_HOST, h);
       Reply(s == hixl::SUCCESS ? "OK " + std::to_string(reinterpret_cast<uintptr_t>(h)) : "ERR " + std::to_string(s));
     } else if (cmd == "PROTECT") {  // PROTECT id off len r|none|rw
       size_t id = 0, off = 0, len = 0;
@@ -187,12 +203,30 @@ int main(int argc, char **argv) {
       size_t id = 0;
       uint64_t seed = 0;
       in >> id >> seed;
-      hixl_test::FillPattern(buffers.at(id).p, buffers.at(id).len, seed);
+      const Buffer &b = buffers.at(id);
+      if (b.device) {
+        std::vector<uint8_t> tmp(b.len);
+        hixl_test::FillPattern(tmp.data(), tmp.size(), seed);
+        Reply(hixl_test::GpuMemory::Get().ToDevice(reinterpret_cast<uintptr_t>(b.p), tmp.data(), b.len) ? "OK"
+                                                                                                       : "ERR copy");
+        continue;
+      }
+      hixl_test::FillPattern(b.p, b.len, seed);
       Reply("OK");
     } else if (cmd == "HASH") {
       size_t id = 0, off = 0, len = 0;
       in >> id >> off >> len;
-      Reply("OK " + std::to_string(hixl_test::Hash(buffers.at(id).p + off, len)));
+      const Buffer &b = buffers.at(id);
+      if (b.device) {
+        std::vector<uint8_t> tmp(len);
+        if (!hixl_test::GpuMemory::Get().FromDevice(tmp.data(), reinterpret_cast<uintptr_t>(b.p + off), len)) {
+          Reply("ERR copy");
+          continue;
+        }
+        Reply("OK " + std::to_string(hixl_test::Hash(tmp.data(), len)));
+        continue;
+      }
+      Reply("OK " + std::to_string(hixl_test::Hash(b.p + off, len)));
     } else if (cmd == "NOTIFIES") {
       std::vector<hixl::NotifyDesc> notifies;
       engine.GetNotifies(notifies);

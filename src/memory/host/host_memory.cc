@@ -6,12 +6,30 @@
 
 #include "common/deadline.h"
 #include "common/mutex.h"
+#include "device/cuda/cuda_driver.h"
 #include "memory/host/page_access.h"
 #include "memory/memory_kind.h"
 #include "memory/registry.h"
 
 namespace hixl {
 namespace {
+
+// PARAM_INVALID when the CUDA driver (only if hixl loaded it already) says
+// either end of the range is device memory.
+Status CheckNotDevice(uintptr_t addr, size_t len, std::string *why) {
+  cuda::Driver *driver = cuda::DriverIfLoaded();
+  if (driver == nullptr) return SUCCESS;
+  for (uintptr_t at : {addr, addr + len - 1}) {
+    cuda::PointerInfo info;
+    std::string err;
+    if (!driver->Query(at, &info, &err)) continue;  // not CUDA's to judge
+    if (info.device) {
+      *why = "it is CUDA device memory (device " + std::to_string(info.ordinal) + "): register it as MEM_DEVICE";
+      return PARAM_INVALID;
+    }
+  }
+  return SUCCESS;
+}
 
 class HostKind final : public MemoryKind {
  public:
@@ -21,8 +39,11 @@ class HostKind final : public MemoryKind {
 
   // Any range: registering must not touch or pin its pages (1 TiB of
   // unpopulated memory registers at once); what may be done with it is
-  // looked up at its first use.
-  Status CheckRegistration(uintptr_t, size_t, std::string *) const override { return SUCCESS; }
+  // looked up at its first use. Except CUDA device memory, once hixl uses
+  // CUDA: a memcpy into it would fault.
+  Status CheckRegistration(uintptr_t addr, size_t len, MemPlacement *, std::string *why) const override {
+    return CheckNotDevice(addr, len, why);
+  }
 
   bool AllowsPart(Region &r, uintptr_t addr, size_t len, unsigned need) const override {
     MutexLock lock(&r.map_mu);
@@ -41,8 +62,14 @@ class HostKind final : public MemoryKind {
     return hixl::FirstInaccessible(ranges, n, need);
   }
 
-  void CopyFromHost(void *dst, const void *host_src, size_t n) const override { std::memcpy(dst, host_src, n); }
-  void CopyToHost(void *host_dst, const void *src, size_t n) const override { std::memcpy(host_dst, src, n); }
+  bool CopyFromHost(const MemPlacement &, void *dst, const void *host_src, size_t n, std::string *) const override {
+    std::memcpy(dst, host_src, n);
+    return true;
+  }
+  bool CopyToHost(const MemPlacement &, void *host_dst, const void *src, size_t n, std::string *) const override {
+    std::memcpy(host_dst, src, n);
+    return true;
+  }
 };
 
 }  // namespace
@@ -54,11 +81,8 @@ const MemoryKind &HostMemory() {
 
 const MemoryKind *MemoryKindOf(MemType type, std::string *why) {
   if (type == MEM_HOST) return &HostMemory();
-  if (type == MEM_DEVICE) {
-    *why = "MEM_DEVICE needs an accelerator runtime this build lacks";
-  } else {
-    *why = "unknown memory type " + std::to_string(static_cast<int>(type));
-  }
+  if (type == MEM_DEVICE) return DeviceMemory(why);
+  *why = "unknown memory type " + std::to_string(static_cast<int>(type));
   return nullptr;
 }
 

@@ -19,8 +19,8 @@ void EncodePid(uint32_t pid, std::vector<uint8_t> *out) {
   w.U32(pid);
 }
 
-uint32_t DecodePid(const wire::Sections &sections) {
-  const std::vector<uint8_t> *bytes = wire::FindSection(sections, kWireId);
+uint32_t DecodePid(const wire::Sections &sections, uint16_t wire_id) {
+  const std::vector<uint8_t> *bytes = wire::FindSection(sections, wire_id);
   if (bytes == nullptr) return 0;
   wire::Reader r(bytes->data(), bytes->size());
   const uint32_t pid = r.U32();
@@ -74,8 +74,9 @@ void ShmTransport::Answer(const PeerView &peer, TransportAnswer *answer) {
 }
 
 bool ShmTransport::CanReach(const PeerView &peer, MemKinds kinds, std::string *why) {
-  if (kinds & ~MemKindBit(wire::MemKind::kHost)) {
-    *why = "it moves host memory only";
+  if (kinds & ~kHostOnly) {
+    // The peer takes no part in our copies: nobody would stage them.
+    *why = "the peer has device memory registered, and process_vm_writev reaches host memory only";
     return false;
   }
   if (!SameKernel(peer.host)) {

@@ -30,8 +30,9 @@ constexpr uint16_t kWireId = 2;
 
 // Its section: the pid (u32) of the engine's process.
 void EncodePid(uint32_t pid, std::vector<uint8_t> *out);
-// The pid in `sections`' shm section; 0 if none (or malformed).
-uint32_t DecodePid(const wire::Sections &sections);
+// The pid in `sections`' shm section (or another transport's that offers
+// the same, cuda_ipc); 0 if none (or malformed).
+uint32_t DecodePid(const wire::Sections &sections, uint16_t wire_id = kWireId);
 
 class ShmTransport final : public Transport {
  public:

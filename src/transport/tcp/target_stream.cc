@@ -383,6 +383,15 @@ void TargetStream::ReadRequests() {
         // progress for the stall check, or a peer could send them to hold
         // a region pinned for ever.
         last_progress_ = now_;
+        if (!payload_regions_.empty()) {
+          std::string why;
+          bool ok = StagedCopy(/*to_user=*/true, payload_iov_, payload_regions_, stage_.data(), &why);
+          payload_pins_.Release();
+          if (!ok) HIXL_LOGE_RL("serving %s: WRITE into device memory failed: %s", who_.c_str(), why.c_str());
+          QueueReply(wire::MsgType::kWriteAck, ok ? SUCCESS : FAILED);
+          reader_.ExpectHeader();
+          break;
+        }
         if (write_staged_) ScatterFrom(stage_.data(), payload_iov_);
         payload_pins_.Release();
         QueueReply(wire::MsgType::kWriteAck, SUCCESS);
@@ -470,8 +479,10 @@ bool TargetStream::OnRequest() {
         return false;
       }
       payload_pins_.Release();
-      if (Resolve("WRITE", &payload_iov_, &payload_pins_)) {
-        write_staged_ = Coalesce(cur_.payload_len, payload_iov_.size());
+      if (Resolve("WRITE", &payload_iov_, &payload_pins_, &payload_regions_)) {
+        // Device memory: the payload lands in host memory, then the driver
+        // copies it (a socket cannot write into a GPU).
+        write_staged_ = !payload_regions_.empty() || Coalesce(cur_.payload_len, payload_iov_.size());
         if (write_staged_) {
           stage_.Resize(cur_.payload_len);
           stage_iov_.assign(1, iovec{stage_.data(), stage_.size()});
@@ -492,8 +503,21 @@ bool TargetStream::OnRequest() {
       }
       std::vector<iovec> iov;
       PinSet pins;
-      if (Resolve("READ", &iov, &pins)) {
-        if (Coalesce(total, iov.size())) {
+      std::vector<const Region *> regions;
+      if (Resolve("READ", &iov, &pins, &regions)) {
+        if (!regions.empty()) {
+          // Device memory: copied out through the driver now, sent from host memory.
+          ByteBuffer owned = buffers_.Take(total);
+          std::string why;
+          bool ok = StagedCopy(/*to_user=*/false, iov, regions, owned.data(), &why);
+          pins.Release();
+          if (ok) {
+            QueueFrame(wire::MsgType::kReadResp, SUCCESS, cur_.req_id, {}, {}, PinSet(), std::move(owned));
+          } else {
+            HIXL_LOGE_RL("serving %s: READ from device memory failed: %s", who_.c_str(), why.c_str());
+            QueueReply(wire::MsgType::kReadResp, FAILED);
+          }
+        } else if (Coalesce(total, iov.size())) {
           // Copy the small pieces out now: one iovec to send, no pins held.
           ByteBuffer owned = buffers_.Take(total);
           GatherInto(iov, owned.data());
@@ -626,11 +650,14 @@ bool TargetStream::Admit(const wire::Hello &hello) {
   return true;
 }
 
-bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins) {
+bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins,
+                           std::vector<const Region *> *regions) {
   const bool is_write = cur_.type == wire::MsgType::kWriteReq;
   auto table = handler_->Regions();
   iov->clear();
   iov->reserve(segs_.size());
+  regions->clear();
+  bool any_device = false;
   RegionTable::Ref hint = nullptr;
   for (size_t i = 0; i < segs_.size(); ++i) {
     const wire::Segment &s = segs_[i];
@@ -653,13 +680,40 @@ bool TargetStream::Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins
       iov->clear();
       return false;
     }
-    // Adjacent segments collapse into one iovec: fewer, longer copies.
+    // Adjacent segments collapse into one iovec: fewer, longer copies
+    // (within one region: a device copy names its region's device).
+    const Region *device = (*r)->memory != &HostMemory() ? r->get() : nullptr;
+    if (device != nullptr && !any_device) {
+      any_device = true;
+      regions->assign(iov->size(), nullptr);
+    }
     auto *base = reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(s.addr));
-    if (!iov->empty() && static_cast<uint8_t *>(iov->back().iov_base) + iov->back().iov_len == base) {
+    if (!iov->empty() && static_cast<uint8_t *>(iov->back().iov_base) + iov->back().iov_len == base &&
+        (!any_device || regions->back() == device)) {
       iov->back().iov_len += s.len;
     } else {
       iov->push_back({base, s.len});
+      if (any_device) regions->push_back(device);
     }
+  }
+  return true;
+}
+
+bool TargetStream::StagedCopy(bool to_user, const std::vector<iovec> &iov, const std::vector<const Region *> &regions,
+                              uint8_t *staging, std::string *why) {
+  for (size_t i = 0; i < iov.size(); ++i) {
+    const iovec &v = iov[i];
+    const Region *r = regions[i];
+    bool ok = true;
+    if (r == nullptr) {
+      std::memcpy(to_user ? v.iov_base : staging, to_user ? staging : v.iov_base, v.iov_len);
+    } else if (to_user) {
+      ok = r->memory->CopyFromHost(r->placement, v.iov_base, staging, v.iov_len, why);
+    } else {
+      ok = r->memory->CopyToHost(r->placement, staging, v.iov_base, v.iov_len, why);
+    }
+    if (!ok) return false;
+    staging += v.iov_len;
   }
   return true;
 }

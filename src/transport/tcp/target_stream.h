@@ -113,7 +113,14 @@ class TargetStream : public Pollable, public ControlPeer, public std::enable_sha
   // The current request's segments as iovecs into registered memory that
   // this process may read (READ) or write (WRITE), regions pinned; false
   // (logged) if any segment is outside them.
-  bool Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins);
+  // `regions` gets, per iovec, its region when that is not host memory
+  // (device memory: staged, copied by its kind), else nullptr; left empty
+  // when every iovec is host memory.
+  bool Resolve(const char *op, std::vector<iovec> *iov, PinSet *pins, std::vector<const Region *> *regions);
+  // Between the iovecs (host or device memory, see Resolve) and `staging`,
+  // in order: into the user's memory (to_user) or out of it.
+  static bool StagedCopy(bool to_user, const std::vector<iovec> &iov, const std::vector<const Region *> &regions,
+                         uint8_t *staging, std::string *why);
   void QueueReply(wire::MsgType type, uint32_t status, std::vector<uint8_t> body = {},
                   std::vector<iovec> payload = {}, PinSet pins = PinSet());
   void QueueFrame(wire::MsgType type, uint32_t status, uint64_t req_id, std::vector<uint8_t> body,
@@ -168,6 +175,7 @@ class TargetStream : public Pollable, public ControlPeer, public std::enable_sha
   std::vector<wire::Segment> segs_;
   std::vector<iovec> payload_iov_;
   PinSet payload_pins_;           // regions the current WRITE lands in
+  std::vector<const Region *> payload_regions_;  // its device regions per iovec (see Resolve)
   ByteBuffer stage_;              // small segments: the WRITE payload lands here first
   std::vector<iovec> stage_iov_;
   bool write_staged_ = false;

@@ -80,6 +80,9 @@ class TcpLink : public Channel {
   void Cancel(const Completion *done) override;
   void Progress() override;
   void Close(const char *why) override;
+  // The peer's device memory too: its target streams stage it (and our
+  // own, the engine's relay).
+  MemKinds remote_kinds() const override { return kHostOnly | MemKindBit(wire::MemKind::kDevice); }
   // True once any stream has closed: the link can no longer carry batches.
   bool broken() const override;
   // True when no stream has a caller's request outstanding (a heartbeat

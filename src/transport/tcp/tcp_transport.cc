@@ -15,8 +15,10 @@ Status TcpTransport::Create(const TransportEnv &env, std::unique_ptr<Transport> 
 }
 
 bool TcpTransport::CanReach(const PeerView &, MemKinds kinds, std::string *why) {
-  if (kinds & ~MemKindBit(wire::MemKind::kHost)) {
-    *why = "it moves host memory only";
+  // Device memory is staged through host buffers on both sides: the target
+  // streams copy it through the CUDA driver, and the engine's relay ours.
+  if (kinds & ~(kHostOnly | MemKindBit(wire::MemKind::kDevice))) {
+    *why = "it moves host and device memory only";
     return false;
   }
   return true;
