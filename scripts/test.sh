@@ -26,6 +26,11 @@ tsan_skip=(
   'ShmAsync\.LongCopiesDoNotStarveHeartbeats$'
   'ShmRevoke\.DeregisterMemFailsForAFrozenPeerAndASecondCallWaitsForIt$'
   'Ucx/FailureTest\.FinalizeWithTransfersInFlightReturnsPromptly/'
+  # Time, not a bound: 64 MiB single descriptors and batches up to 10,000
+  # take 30-50 s each under TSan, per transport; they move bytes on the
+  # same paths as the rest, with no thread interplay of their own.
+  'SingleDescriptorSizesFromOneByteTo64MiB/'
+  'BatchesOfOneToTenThousandDescriptors/'
 )
 skip=()
 [ "$mode" = --tsan ] && skip=(-E "$(IFS='|'; echo "${tsan_skip[*]}")")
