@@ -27,7 +27,12 @@ cmake --build "$build" -j "$(nproc)"
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  for bin in "$build"/fuzz/hixl_fuzz_*; do targets+=("${bin##*/hixl_fuzz_}"); done
+  # A target is fuzz/<name>_fuzzer.cc; other programs there (hixl_fuzz_seeds,
+  # which writes the seed corpora) are not fuzzed.
+  for bin in "$build"/fuzz/hixl_fuzz_*; do
+    name=${bin##*/hixl_fuzz_}
+    [ -f "$root/fuzz/${name}_fuzzer.cc" ] && targets+=("$name")
+  done
 fi
 
 mkdir -p "$build/crash" "$build/log"
