@@ -37,22 +37,32 @@ enum Field : uint16_t {
 };
 constexpr uint16_t kTransportSection = 0x8000;
 
-// Section ids 32..kTransportSection-1 (a newer peer's fields) seen in one
-// list: one twice is malformed too (protocol.md). A bit each, made only when
-// such an id comes (a peer could send thousands: no list to search).
-class UnknownIds {
+// Section ids below kTransportSection seen in one list: one twice is
+// malformed (protocol.md), a newer peer's (32..) too. A bit each; the bits
+// for newer ids are made only when one comes (a peer could send thousands:
+// no list to search).
+class SeenIds {
  public:
+  // False when `id` (below kTransportSection) was seen before: said twice.
   bool First(uint16_t id) {
-    if (bits_.empty()) bits_.assign(kTransportSection / 64, 0);
-    uint64_t &word = bits_[id / 64];
+    if (id < 32) {
+      if (own_ & (1u << id)) return false;
+      own_ |= 1u << id;
+      return true;
+    }
+    if (newer_.empty()) newer_.assign(kTransportSection / 64, 0);
+    uint64_t &word = newer_[id / 64];
     const uint64_t bit = 1ull << (id % 64);
     if (word & bit) return false;
     word |= bit;
     return true;
   }
+  // Bits of the protocol's own fields (ids below 32) seen.
+  uint32_t own() const { return own_; }
 
  private:
-  std::vector<uint64_t> bits_;
+  uint32_t own_ = 0;
+  std::vector<uint64_t> newer_;  // ids 32.., allocated on the first
 };
 
 void EncodeHost(const HostIdentity &h, Writer *w) {
@@ -185,8 +195,7 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   Reader r(data, size);
   uint16_t id;
   Reader f(nullptr, 0);
-  uint32_t seen = 0;  // bits of the protocol's own fields read
-  UnknownIds unknown;
+  SeenIds seen;
   m->offers.clear();
   m->has_auth = false;
   while (r.NextSection(&id, &f)) {
@@ -194,12 +203,7 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
       if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->offers)) return false;
       continue;
     }
-    if (id < 32) {
-      if (seen & (1u << id)) return false;  // said twice
-      seen |= 1u << id;
-    } else if (!unknown.First(id)) {
-      return false;
-    }
+    if (!seen.First(id)) return false;  // said twice
     switch (id) {
       case kInitiatorName: m->initiator = f.Str(kMaxEngineName); break;
       case kTargetName: m->target = f.Str(kMaxEngineName); break;
@@ -222,8 +226,8 @@ bool DecodeHello(const uint8_t *data, size_t size, Hello *m) {
   }
   constexpr uint32_t kRequired =
       (1u << kInitiatorName) | (1u << kTargetName) | (1u << kLinkNonce) | (1u << kStream) | (1u << kHost);
-  if ((seen & (1u << kHeartbeat)) == 0) m->heartbeat_ms = 0;
-  return r.at_end() && (seen & kRequired) == kRequired && m->stream_count > 0 &&
+  if ((seen.own() & (1u << kHeartbeat)) == 0) m->heartbeat_ms = 0;
+  return r.at_end() && (seen.own() & kRequired) == kRequired && m->stream_count > 0 &&
          m->stream_index < m->stream_count && Printable(m->initiator) && Printable(m->target);
 }
 
@@ -240,8 +244,7 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
   Reader r(data, size);
   uint16_t id;
   Reader f(nullptr, 0);
-  uint32_t seen = 0;
-  UnknownIds unknown;
+  SeenIds seen;
   // Optional fields absent from the input must not keep what an earlier
   // message put there (an old refusal's reason, say).
   *m = HelloAck();
@@ -250,12 +253,7 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
       if (!AddSection(static_cast<uint16_t>(id - kTransportSection), f, &m->answers)) return false;
       continue;
     }
-    if (id < 32) {
-      if (seen & (1u << id)) return false;  // said twice
-      seen |= 1u << id;
-    } else if (!unknown.First(id)) {
-      return false;
-    }
+    if (!seen.First(id)) return false;  // said twice
     switch (id) {
       case kTargetName: m->target = f.Str(kMaxEngineName); break;
       case kReason: m->reason = f.Str(kMaxReason); break;
@@ -269,7 +267,7 @@ bool DecodeHelloAck(const uint8_t *data, size_t size, HelloAck *m) {
     }
     if (!f.ok()) return false;
   }
-  return r.at_end() && (seen & (1u << kTargetName)) != 0 && Printable(m->target) && Printable(m->reason);
+  return r.at_end() && (seen.own() & (1u << kTargetName)) != 0 && Printable(m->target) && Printable(m->reason);
 }
 
 void EncodeAuthChallenge(const AuthChallenge &m, std::vector<uint8_t> *out) {
