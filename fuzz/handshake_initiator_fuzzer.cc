@@ -4,8 +4,12 @@
 //
 // The target is a thread of this process listening on 127.0.0.1 (the
 // initiator dials a real socket: ControlLink has no other way in). Input:
-// the frames it sends, one after another, raw (header fields as the input
-// has them, a frame cut short at the end of the input). It reads the HELLO
+// one byte whose low bit gives the initiator a key (fuzz_auth.h), then the
+// frames the target sends, one after another, raw (header fields as the
+// input has them, a frame cut short at the end of the input). If the first
+// is an AUTH_CHALLENGE whose proof is 32 zero bytes, the target's right
+// proof goes in its place (a fuzzer cannot forge one; other bytes go out
+// as they are). It reads the HELLO
 // (which must be a valid one, naming us), sends the first frame as the
 // answer, then each next frame as the reply to the next request it reads
 // (a req_id of 0 is replaced by the request's, so that seeds can answer
@@ -23,7 +27,12 @@
 //   unless a page sent after that REVOKE holds it again; every
 //   REVOKE_ACK echoes a REVOKE sent, and at most as often;
 // - what the initiator sends is valid frames: a HELLO naming us and the
-//   address it dialed, then requests.
+//   address it dialed, then requests;
+// - authentication is mutual: with a key, Open succeeds only after the
+//   target's right proof, and the initiator's AUTH (sent only then, once)
+//   is its right proof; its HELLO has an auth section only with a key; an
+//   initiator without a key never succeeds against a target that
+//   challenges it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -47,6 +56,7 @@
 #include "common/completion.h"
 #include "common/io_worker.h"
 #include "control/control_link.h"
+#include "fuzz_auth.h"
 #include "fuzz_check.h"
 #include "hixl/hixl_log.h"
 #include "memory/remote_regions.h"
@@ -92,6 +102,15 @@ struct Record {
   std::vector<uint64_t> acks;   // REVOKE_ACK ids received
   uint64_t seq = 0;
   bool hello_ok = false;
+  // Authentication: the initiator's HELLO; the first frame's type (0: none
+  // whole); the nonce of the AUTH_CHALLENGE sent, and whether its proof was
+  // the right one; whether the initiator's AUTH came.
+  bool keyed = false;
+  w::Hello hello;
+  uint8_t first_type = 0;
+  w::AuthBytes nonce_t{};
+  bool proved = false;
+  bool auth_sent = false;
 };
 
 class HostileTarget {
@@ -113,9 +132,10 @@ class HostileTarget {
 
   uint16_t port() const { return port_; }
 
-  void Arm(const uint8_t *script, size_t size) {
+  void Arm(const uint8_t *script, size_t size, bool keyed) {
     std::lock_guard<std::mutex> lock(mu_);
     script_.assign(script, script + size);
+    keyed_ = keyed;
     rec_ = Record();
     armed_ = true;
     done_ = false;
@@ -138,12 +158,13 @@ class HostileTarget {
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
       std::vector<uint8_t> script;
+      Record rec;
       {
         std::lock_guard<std::mutex> lock(mu_);
         FUZZ_CHECK(armed_ && !done_);  // one connection per run
         script = script_;
+        rec.keyed = keyed_;
       }
-      Record rec;
       Serve(fd, script, &rec);
       close(fd);
       std::lock_guard<std::mutex> lock(mu_);
@@ -200,6 +221,16 @@ class HostileTarget {
     for (;;) {
       if (!ReadFrame(fd, &h, &body)) return false;
       FUZZ_CHECK(h.type != w::MsgType::kHello);
+      if (h.type == w::MsgType::kAuth) {
+        // Only after the target proved itself, once, with the right proof.
+        FUZZ_CHECK(rec->keyed && rec->proved && !rec->auth_sent);
+        w::AuthBytes mac_i;
+        FUZZ_CHECK(w::DecodeAuth(body.data(), body.size(), &mac_i));
+        const auto &key = hixl_fuzz::FuzzKey();
+        FUZZ_CHECK(key.Same(mac_i, key.Prove(hixl::auth::Role::kInitiator, rec->hello.auth_nonce, rec->nonce_t,
+                                             rec->hello.initiator, rec->hello.target)));
+        rec->auth_sent = true;
+      }
       if (h.type == w::MsgType::kRevokeAck) {
         rec->acks.push_back(h.req_id);
         ++rec->seq;
@@ -240,14 +271,40 @@ class HostileTarget {
     for (auto &e : page.entries) rec->entries.push_back({rec->seq, std::move(e)});
   }
 
+  // The first frame, if a whole AUTH_CHALLENGE: its placeholder proof
+  // replaced with the right one; what it challenges with, and whether its
+  // proof is right, noted.
+  static void Challenge(uint8_t *f, size_t n, Record *rec) {
+    if (n < w::kHeaderSize) return;
+    const uint64_t body_len = Le(f + 12, 4), payload_len = Le(f + 24, 8);
+    if (n - w::kHeaderSize < body_len + payload_len) return;
+    rec->first_type = f[5];
+    uint8_t *body = f + w::kHeaderSize;
+    w::AuthChallenge c;
+    if (f[5] != static_cast<uint8_t>(w::MsgType::kAuthChallenge) || !rec->keyed ||
+        !w::DecodeAuthChallenge(body, body_len, &c)) {
+      return;
+    }
+    const auto &key = hixl_fuzz::FuzzKey();
+    const w::AuthBytes mac_t =
+        key.Prove(hixl::auth::Role::kTarget, rec->hello.auth_nonce, c.nonce_t, rec->hello.initiator, rec->hello.target);
+    if (hixl_fuzz::IsPlaceholder(c.mac_t.data())) {
+      std::memcpy(body + w::kAuthBytes, mac_t.data(), mac_t.size());
+      c.mac_t = mac_t;
+    }
+    rec->nonce_t = c.nonce_t;
+    rec->proved = key.Same(c.mac_t, mac_t);
+  }
+
   void Serve(int fd, std::vector<uint8_t> &s, Record *rec) const {
     w::FrameHeader h;
     std::vector<uint8_t> body;
     if (!ReadFrame(fd, &h, &body)) return;
-    w::Hello hello;
+    w::Hello &hello = rec->hello;
     FUZZ_CHECK(h.type == w::MsgType::kHello && w::DecodeHello(body.data(), body.size(), &hello));
     FUZZ_CHECK(hello.initiator == kLocalName && hello.target == "127.0.0.1:" + std::to_string(port_));
     FUZZ_CHECK(hello.stream_index == 0 && hello.stream_count == 1);
+    FUZZ_CHECK(hello.has_auth == rec->keyed);
     rec->hello_ok = true;
     size_t pos = 0;
     for (bool first = true; pos < s.size(); first = false) {
@@ -259,6 +316,7 @@ class HostileTarget {
         uint64_t id = 0;
         if (f[5] != static_cast<uint8_t>(w::MsgType::kRevoke) && !first && !NextRequest(fd, rec, &id)) break;
         if (Le(f + 16, 8) == 0) std::memcpy(f + 16, &id, 8);  // little-endian host
+        if (first) Challenge(f, n, rec);
       }
       Note(f, n, rec);
       if (!SendAll(fd, f, n)) break;
@@ -277,6 +335,7 @@ class HostileTarget {
   std::condition_variable cv_;
   std::vector<uint8_t> script_;
   Record rec_;
+  bool keyed_ = false;
   bool armed_ = false;
   bool done_ = false;
 };
@@ -353,10 +412,13 @@ void CheckTable(const hixl::RemoteRegions &regions, const Record &rec) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  const bool keyed = (data[0] & 1) != 0;
   Initiator &in = TheInitiator();
-  in.target.Arm(data, size);
+  in.target.Arm(data + 1, size - 1, keyed);
   hixl::ControlLink::Params p;
   p.local_name = kLocalName;
+  if (keyed) p.auth = std::shared_ptr<const hixl::auth::Authenticator>(&hixl_fuzz::FuzzKey(), [](const void *) {});
   std::string why;
   FUZZ_CHECK(hixl::ParseEngineAddress("127.0.0.1:" + std::to_string(in.target.port()), &p.remote, &why));
   p.host = {"fuzz-boot-id", 4026531836u, 0};
@@ -379,6 +441,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   const Record rec = in.target.Finish();
   FUZZ_CHECK(rec.hello_ok);
+  if (opened == hixl::SUCCESS) {
+    // Mutual: with a key, the target proved itself and so did we; without
+    // one, a target that challenged us was refused.
+    FUZZ_CHECK(!keyed || (rec.proved && rec.auth_sent));
+    FUZZ_CHECK(keyed || rec.first_type != static_cast<uint8_t>(w::MsgType::kAuthChallenge));
+  }
   link.reset();
   in.Barrier();  // the worker has let go of the stream: the run frees what it took (or leaks)
   CheckTable(*p.regions, rec);

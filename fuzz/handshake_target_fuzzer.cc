@@ -14,13 +14,21 @@
 // Input: 4 bytes that seed the schedule, then the stream. The stream goes in
 // pieces of random sizes; after some pieces the engine starts a revocation
 // of one of its regions (REVOKE to the link's control stream, ids 1, 2, ...
-// in each run), as DeregisterMem does. Checked besides "no crash, no
+// in each run), as DeregisterMem does. The seed's top bit makes the run an
+// authenticated one: the engine has a key (fuzz_auth.h), and the first AUTH
+// frame of the stream whose proof is 32 zero bytes gets the right proof,
+// computed from the stream's first frame (its HELLO) and the target's
+// AUTH_CHALLENGE, before its body goes out. Checked besides "no crash, no
 // sanitizer report":
 // - bounded: once the input is sent and our end shut, the target closes the
 //   stream (or shuts its side) within 5 s;
 // - nothing of the target's memory goes out before a valid HELLO: until a
 //   HELLO_ACK with status 0, the target sends only a refusing HELLO_ACK
 //   (no region, no payload), and nothing after that;
+// - with a key, nothing before the peer's proof: a HELLO_ACK with status 0
+//   only after an AUTH_CHALLENGE and the right proof went out; the
+//   challenge's own proof is the target's right one; without a key, no
+//   AUTH_CHALLENGE;
 // - what it sends is frames it may send: replies and REVOKEs, whole; its
 //   HELLO_ACK's table is the registered regions; a REVOKE only after the
 //   handshake, with an id of a revocation started;
@@ -46,6 +54,7 @@
 #include "engine/notify_inbox.h"
 #include "engine/revocation.h"
 #include "engine/serving.h"
+#include "fuzz_auth.h"
 #include "fuzz_check.h"
 #include "hixl/hixl_log.h"
 #include "memory/registry.h"
@@ -168,7 +177,14 @@ Engine &TheEngine() {
 // What the target sent, checked frame by frame.
 class OutputCheck {
  public:
-  explicit OutputCheck(const std::vector<uint64_t> *revocations) : revocations_(revocations) {}
+  // `hello`: the stream's first frame decoded, when it is a HELLO (else
+  // one without an auth section); `proof_sent`: whether the right AUTH
+  // went out.
+  OutputCheck(const std::vector<uint64_t> *revocations, bool keyed, const w::Hello *hello, const bool *proof_sent)
+      : revocations_(revocations), keyed_(keyed), hello_(hello), proof_sent_(proof_sent) {}
+
+  // The AUTH_CHALLENGE's nonce, once one came.
+  const w::AuthBytes *challenge() const { return challenged_ ? &nonce_t_ : nullptr; }
 
   void Add(const uint8_t *p, size_t n) {
     buf_.insert(buf_.end(), p, p + n);
@@ -197,6 +213,20 @@ class OutputCheck {
       FUZZ_CHECK(w::DecodeRevoke(body, h.body_len, &r));
       return;
     }
+    if (h.type == w::MsgType::kAuthChallenge) {
+      // Only with a key, once, as the answer to the HELLO, with its proof.
+      FUZZ_CHECK(keyed_ && !challenged_ && !accepted_ && h.status == hixl::SUCCESS && h.payload_len == 0);
+      w::AuthChallenge c;
+      FUZZ_CHECK(w::DecodeAuthChallenge(body, h.body_len, &c));
+      if (hello_ != nullptr && hello_->has_auth) {
+        const auto &key = hixl_fuzz::FuzzKey();
+        FUZZ_CHECK(key.Same(c.mac_t, key.Prove(hixl::auth::Role::kTarget, hello_->auth_nonce, c.nonce_t,
+                                               hello_->initiator, hello_->target)));
+      }
+      challenged_ = true;
+      nonce_t_ = c.nonce_t;
+      return;
+    }
     FUZZ_CHECK(type % 2 == 0);  // a reply
     if (!accepted_) {
       // Before a valid HELLO: a HELLO_ACK, and only a refusing one gives no
@@ -209,6 +239,7 @@ class OutputCheck {
         refused_ = true;
         return;
       }
+      FUZZ_CHECK(!keyed_ || (challenged_ && *proof_sent_));  // the peer proved it holds the key
       FUZZ_CHECK(ack.target == kAddress);
       FUZZ_CHECK(ack.regions.total == 3 && ack.regions.count == 3 && ack.regions.entries.size() == 3);
       for (size_t i = 0; i < 3; ++i) {
@@ -223,6 +254,11 @@ class OutputCheck {
   }
 
   const std::vector<uint64_t> *revocations_;
+  const bool keyed_;
+  const w::Hello *hello_;
+  const bool *proof_sent_;
+  w::AuthBytes nonce_t_{};
+  bool challenged_ = false;  // an AUTH_CHALLENGE went out
   std::vector<uint8_t> buf_;
   size_t at_ = 0;
   bool accepted_ = false;  // a HELLO_ACK with status 0 went out
@@ -232,9 +268,12 @@ class OutputCheck {
 class Run {
  public:
   Run(Engine &e, const uint8_t *s, size_t size, uint32_t seed)
-      : e_(e), s_(s), size_(size), schedule_(seed), serving_(e.local, e.name, e.host, e.registry, revocation_, e.inbox,
-                                                         e.transports, e.stopping),
-        check_(&revocations_) {}
+      : e_(e), in_(s, s + size), s_(in_.data()), size_(size), schedule_(seed), keyed_((seed >> 31) != 0),
+        serving_(e.local, e.name, e.host, e.registry, revocation_, e.inbox, e.transports, e.stopping,
+                 keyed_ ? &hixl_fuzz::FuzzKey() : nullptr),
+        check_(&revocations_, keyed_, &hello_, &proof_sent_) {
+    FindFrames();
+  }
 
   void Go() {
     int sp[2];
@@ -273,8 +312,50 @@ class Run {
   }
 
  private:
+  // The stream's first frame, if a whole HELLO (hello_, for the checks and
+  // the proof), and where the proof of its first AUTH with a placeholder is.
+  void FindFrames() {
+    bool have_hello = false;
+    for (size_t at = 0; size_ - at >= w::kHeaderSize;) {
+      w::FrameHeader h;
+      if (w::DecodeHeader(s_ + at, &h) != w::HeaderError::kOk) break;
+      const uint64_t whole = w::kHeaderSize + uint64_t{h.body_len} + h.payload_len;
+      if (whole > size_ - at) break;
+      const uint8_t *body = s_ + at + w::kHeaderSize;
+      if (at == 0) have_hello = h.type == w::MsgType::kHello && w::DecodeHello(body, h.body_len, &hello_);
+      if (keyed_ && h.type == w::MsgType::kAuth && h.body_len >= w::kAuthBytes && hixl_fuzz::IsPlaceholder(body)) {
+        proof_at_ = at + w::kHeaderSize;
+        break;
+      }
+      at += static_cast<size_t>(whole);
+    }
+    if (!have_hello) hello_ = w::Hello();  // (no auth section: nothing to prove with)
+  }
+
+  // Before the placeholder goes out: the right proof in its place, if the
+  // target has challenged us by then (it answers a whole HELLO at once).
+  void FillProof() {
+    for (int i = 0; i < 100 && check_.challenge() == nullptr && !eof_; ++i) {
+      e_.Barrier();
+      Drain();
+      if (check_.challenge() == nullptr) usleep(100);
+    }
+    const w::AuthBytes *nonce_t = check_.challenge();
+    if (nonce_t != nullptr && hello_.has_auth) {
+      const w::AuthBytes mac = hixl_fuzz::FuzzKey().Prove(hixl::auth::Role::kInitiator, hello_.auth_nonce, *nonce_t,
+                                                          hello_.initiator, hello_.target);
+      std::memcpy(in_.data() + proof_at_, mac.data(), mac.size());
+      proof_sent_ = true;
+    }
+    proof_at_ = kNone;
+  }
+
   void Feed() {
-    const size_t n = std::min(schedule_.Piece(size_), size_ - sent_);
+    size_t n = std::min(schedule_.Piece(size_), size_ - sent_);
+    if (proof_at_ != kNone) {
+      if (sent_ == proof_at_) FillProof();
+      else n = std::min(n, proof_at_ - sent_);
+    }
     ssize_t got = send(fd_, s_ + sent_, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (got > 0) sent_ += static_cast<size_t>(got);
   }
@@ -293,10 +374,17 @@ class Run {
     }
   }
 
+  static constexpr size_t kNone = SIZE_MAX;
+
   Engine &e_;
+  std::vector<uint8_t> in_;  // the stream (a copy: the proof goes into it)
   const uint8_t *s_;
   size_t size_;
   hixl_fuzz::TargetSchedule schedule_;
+  const bool keyed_;       // the engine has a key
+  w::Hello hello_;         // the stream's first frame, if a HELLO
+  size_t proof_at_ = kNone;  // where the placeholder proof is, until filled in
+  bool proof_sent_ = false;  // the right proof went (or goes) out
   hixl::Revocation revocation_;
   hixl::Serving serving_;
   std::vector<uint64_t> revocations_;

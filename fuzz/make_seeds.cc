@@ -78,10 +78,13 @@ w::Hello MakeHello(uint16_t index, uint16_t count) {
   return m;
 }
 
-Bytes Hello(uint16_t index = 0, uint16_t count = 1, uint32_t heartbeat_ms = 0, const std::string &target = kTarget) {
+Bytes Hello(uint16_t index = 0, uint16_t count = 1, uint32_t heartbeat_ms = 0, const std::string &target = kTarget,
+            bool auth = false) {
   w::Hello m = MakeHello(index, count);
   m.heartbeat_ms = heartbeat_ms;
   m.target = target;
+  m.has_auth = auth;
+  if (auth) m.auth_nonce.fill(0x4e);
   Bytes b;
   w::EncodeHello(m, &b);
   return b;
@@ -131,6 +134,25 @@ Bytes NotifyBody(const std::string &name, const std::string &msg) {
   return b;
 }
 
+// AUTH_CHALLENGE and AUTH bodies; a proof of zeros is the fuzzers'
+// placeholder for the right one (fuzz_auth.h).
+Bytes ChallengeBody(uint8_t mac_byte = 0) {
+  w::AuthChallenge c;
+  c.nonce_t.fill(0x54);
+  c.mac_t.fill(mac_byte);
+  Bytes b;
+  w::EncodeAuthChallenge(c, &b);
+  return b;
+}
+
+Bytes AuthBody(uint8_t mac_byte = 0) {
+  w::AuthBytes mac;
+  mac.fill(mac_byte);
+  Bytes b;
+  w::EncodeAuth(mac, &b);
+  return b;
+}
+
 Bytes RevokeBody(uint64_t addr, uint64_t len) {
   Bytes b;
   w::EncodeRevoke({addr, len}, &b);
@@ -154,6 +176,9 @@ void WireMessages() {
   w::EncodeUsing(kShm, &use);
   Write(t, "using", Cat({{6}, use}));
   Write(t, "notify", Cat({{7}, NotifyBody("ready", "layer 3 of 40")}));
+  Write(t, "hello_auth", Cat({{0}, Hello(0, 1, 0, kTarget, true)}));
+  Write(t, "auth_challenge", Cat({{8}, ChallengeBody(0x4d)}));
+  Write(t, "auth", Cat({{9}, AuthBody(0x4d)}));
 }
 
 // A schedule seed of handshake_target under which the engine revokes region
@@ -173,8 +198,9 @@ Bytes SeedRevoking(size_t size, size_t from, size_t to, size_t which) {
   return U32(0);
 }
 
-// handshake_target: 4 bytes of schedule seed, then what the initiator sends.
-// Its regions (A, B, C read-only) are at a fixed address.
+// handshake_target: 4 bytes of schedule seed (top bit: the engine has a
+// key), then what the initiator sends. Its regions (A, B, C read-only) are
+// at a fixed address.
 constexpr uint64_t kBase = 0x10000000;
 constexpr uint64_t kRegionA = kBase + 4096, kRegionB = kBase + 3 * 4096, kRegionC = kBase + 20 * 4096;
 
@@ -212,36 +238,59 @@ void HandshakeTarget() {
   Write(t, "bad_version", Cat({seed, Frame(w::MsgType::kHello, 0, Hello(), {}, 0, 2)}));
   Write(t, "read_before_hello", Cat({seed, Frame(w::MsgType::kReadReq, 1, Segments({{kRegionA, 16}})), hello}));
   Write(t, "second_hello", Cat({seed, hello, hello}));
+  // With a key: proved (the zeros become the right proof), forged, no auth
+  // section, no AUTH, an AUTH unasked.
+  const Bytes keyed = U32(0x80000001u);
+  const Bytes hello_auth = Frame(w::MsgType::kHello, 0, Hello(0, 1, 0, kTarget, true));
+  const Bytes read = Frame(w::MsgType::kReadReq, 2, Segments({{kRegionA, 16}}));
+  Write(t, "auth", Cat({keyed, hello_auth, Frame(w::MsgType::kAuth, 1, AuthBody()), read}));
+  Write(t, "auth_forged", Cat({keyed, hello_auth, Frame(w::MsgType::kAuth, 1, AuthBody(0x4d)), read}));
+  Write(t, "auth_no_section", Cat({keyed, hello, Frame(w::MsgType::kAuth, 1, AuthBody()), read}));
+  Write(t, "auth_skipped", Cat({keyed, hello_auth, read}));
+  Write(t, "auth_unasked", Cat({seed, hello_auth, Frame(w::MsgType::kAuth, 1, AuthBody()), read}));
 }
 
-// handshake_initiator: what the target sends, frame by frame (see the
-// target's rules there): the HELLO_ACK, then a reply per request (req_id 0:
-// the request's), REVOKEs when their turn comes.
+// handshake_initiator: a byte (1: the initiator has a key), then what the
+// target sends, frame by frame (see the target's rules there): the
+// HELLO_ACK (or an AUTH_CHALLENGE first), then a reply per request (req_id
+// 0: the request's), REVOKEs when their turn comes.
 void HandshakeInitiator() {
   const char *t = "handshake_initiator";
+  const Bytes plain = {0}, keyed = {1};
   const auto two = Page(7, 2, 0, {Entry(0x1000, 4096), Entry(0x9000, 64, 0, {{kShm, U32(5)}})});
   const Bytes ack = Frame(w::MsgType::kHelloAck, 0, AckBody(two));
   const Bytes notify_ack = Frame(w::MsgType::kNotifyAck, 0);
-  Write(t, "small_table", Cat({ack, notify_ack, Frame(w::MsgType::kRegionsResp, 0, PageBody(two))}));
+  Write(t, "small_table", Cat({plain, ack, notify_ack, Frame(w::MsgType::kRegionsResp, 0, PageBody(two))}));
   Write(t, "paged_table",
-        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 3, 0, {Entry(0x1000, 16)}))),
+        Cat({plain, Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 3, 0, {Entry(0x1000, 16)}))),
              Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(3, 3, 1, {Entry(0x2000, 16), Entry(0x3000, 16, 1)})))}));
   Write(t, "table_changed",
-        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(1, 2, 0, {Entry(0x1000, 16)}))),
+        Cat({plain, Frame(w::MsgType::kHelloAck, 0, AckBody(Page(1, 2, 0, {Entry(0x1000, 16)}))),
              Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(2, 2, 1, {Entry(0x2000, 16)}))),
              Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(2, 1, 0, {Entry(0x2000, 16)})))}));
   Write(t, "revoke",
-        Cat({ack, Frame(w::MsgType::kRevoke, 7, RevokeBody(0x1000, 4096)), notify_ack,
+        Cat({plain, ack, Frame(w::MsgType::kRevoke, 7, RevokeBody(0x1000, 4096)), notify_ack,
              Frame(w::MsgType::kRevoke, 8, RevokeBody(0x9000, 64)),
              Frame(w::MsgType::kRegionsResp, 0, PageBody(Page(8, 1, 0, {Entry(0x9000, 64)})))}));
   // A page refused with a status of the target's choice (it once made Open return it).
   Write(t, "page_refused",
-        Cat({Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 2, 0, {Entry(0x1000, 16)}))),
+        Cat({plain, Frame(w::MsgType::kHelloAck, 0, AckBody(Page(3, 2, 0, {Entry(0x1000, 16)}))),
              Frame(w::MsgType::kRegionsResp, 0, {}, {}, hixl::NOTIFY_FAILED)}));
-  Write(t, "notify_refused", Cat({ack, Frame(w::MsgType::kNotifyAck, 0, {}, {}, hixl::NOTIFY_FAILED)}));
-  Write(t, "refused", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage(), "not this engine"), {}, hixl::FAILED));
-  Write(t, "bad_version", Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage()), {}, hixl::FAILED, 2));
-  Write(t, "wrong_reply", Cat({ack, Frame(w::MsgType::kPong, 0)}));
+  Write(t, "notify_refused", Cat({plain, ack, Frame(w::MsgType::kNotifyAck, 0, {}, {}, hixl::NOTIFY_FAILED)}));
+  Write(t, "refused",
+        Cat({plain, Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage(), "not this engine"), {}, hixl::FAILED)}));
+  Write(t, "bad_version", Cat({plain, Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage()), {}, hixl::FAILED, 2)}));
+  Write(t, "wrong_reply", Cat({plain, ack, Frame(w::MsgType::kPong, 0)}));
+  // With a key: the target proves itself (the zeros become its right
+  // proof), then accepts ours; a forged proof; no challenge at all; and a
+  // challenge to an initiator without a key.
+  const Bytes challenge = Frame(w::MsgType::kAuthChallenge, 0, ChallengeBody());
+  Write(t, "auth", Cat({keyed, challenge, ack, notify_ack, Frame(w::MsgType::kRegionsResp, 0, PageBody(two))}));
+  Write(t, "auth_forged", Cat({keyed, Frame(w::MsgType::kAuthChallenge, 0, ChallengeBody(0x4d)), ack}));
+  Write(t, "auth_not_challenged", Cat({keyed, ack, notify_ack}));
+  Write(t, "auth_refused",
+        Cat({keyed, challenge, Frame(w::MsgType::kHelloAck, 0, AckBody(w::RegionPage(), "bad proof"), {}, hixl::FAILED)}));
+  Write(t, "challenged_without_key", Cat({plain, challenge, ack}));
 }
 
 }  // namespace

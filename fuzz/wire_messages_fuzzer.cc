@@ -2,7 +2,8 @@
 // bytes from a hostile peer.
 //
 // Input: the first byte picks the decoder (HELLO, HELLO_ACK, region page,
-// REGIONS_REQ, segment list, REVOKE, USING, NOTIFY), the rest is its body.
+// REGIONS_REQ, segment list, REVOKE, USING, NOTIFY, AUTH_CHALLENGE, AUTH),
+// the rest is its body.
 // Beyond "no crash":
 // - what a decoder accepts is inside docs/protocol.md's limits (names,
 //   counts, ranges, printable text), and re-encodes to bytes that decode to
@@ -12,7 +13,7 @@
 // - a section list it accepts is whole and names no id twice;
 // - it accepts exactly what a flat model of the rules accepts, where the
 //   rules are short enough to model (segments, REVOKE, USING, REGIONS_REQ,
-//   NOTIFY);
+//   NOTIFY, AUTH_CHALLENGE, AUTH);
 // - its result depends on the input alone: decoding into an output that
 //   holds an earlier message gives what decoding into a fresh one gives;
 // - a refused segment list leaves `total` alone (what its header promises;
@@ -54,7 +55,8 @@ bool Eq(const w::HostIdentity &a, const w::HostIdentity &b) {
 bool Eq(const w::Hello &a, const w::Hello &b) {
   return a.initiator == b.initiator && a.target == b.target && a.link_nonce == b.link_nonce &&
          a.stream_index == b.stream_index && a.stream_count == b.stream_count && a.heartbeat_ms == b.heartbeat_ms &&
-         Eq(a.host, b.host) && Eq(a.offers, b.offers);
+         Eq(a.host, b.host) && Eq(a.offers, b.offers) && a.has_auth == b.has_auth &&
+         (!a.has_auth || a.auth_nonce == b.auth_nonce);
 }
 
 // `count` apart: a decoded page counts the entries it skipped (unknown
@@ -118,6 +120,8 @@ w::Hello StaleHello() {
   m.heartbeat_ms = 999;
   m.host = {"stale-boot", 77, 88};
   m.offers.push_back({5, {1, 2, 3}});
+  m.has_auth = true;
+  m.auth_nonce.fill(0x5a);
   return m;
 }
 
@@ -304,13 +308,31 @@ void FuzzNotify(const uint8_t *d, size_t n) {
   CheckFixed(ok, model, need, out, d, n);
 }
 
+// AUTH_CHALLENGE (nonce_t, mac_t) and AUTH (mac_i): fixed bodies of 64 and
+// 32 bytes; what follows is a newer peer's and is ignored.
+void FuzzAuthChallenge(const uint8_t *d, size_t n) {
+  w::AuthChallenge stale;
+  stale.nonce_t.fill(0x11);
+  stale.mac_t.fill(0x22);
+  const bool ok = w::DecodeAuthChallenge(d, n, &stale);
+  std::vector<uint8_t> out;
+  if (ok) w::EncodeAuthChallenge(stale, &out);
+  CheckFixed(ok, n >= 2 * w::kAuthBytes, 2 * w::kAuthBytes, out, d, n);
+}
+
+void FuzzAuth(const uint8_t *d, size_t n) {
+  w::AuthBytes stale;
+  stale.fill(0x33);
+  FuzzFixed(d, n, stale, w::kAuthBytes, w::DecodeAuth, w::EncodeAuth);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   const uint8_t *d = data + 1;
   const size_t n = size - 1;
-  switch (data[0] % 8) {
+  switch (data[0] % 10) {
     case 0: FuzzHello(d, n); break;
     case 1: FuzzHelloAck(d, n); break;
     case 2: FuzzRegionPage(d, n); break;
@@ -318,7 +340,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 4: FuzzSegments(d, n); break;
     case 5: FuzzRevoke(d, n); break;
     case 6: FuzzUsing(d, n); break;
-    default: FuzzNotify(d, n); break;
+    case 7: FuzzNotify(d, n); break;
+    case 8: FuzzAuthChallenge(d, n); break;
+    default: FuzzAuth(d, n); break;
   }
   return 0;
 }
