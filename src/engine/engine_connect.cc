@@ -391,12 +391,17 @@ void Engine::Housekeeping() {
     links_.Trim(&idle);
     CloseLinks(idle, "channel pool: above the high waterline");
     auto now = std::chrono::steady_clock::now();
-    if (hb > 0 && now >= next_hb) {
-      next_hb = now + hb_every;
-      for (const auto &l : links_.All()) {
-        if (!l->broken() && !(l->control->CheckAlive(hb) && l->channel->CheckAlive(hb))) {
-          l->Close("heartbeat: the peer stopped answering");
-        }
+    const bool beat = hb > 0 && now >= next_hb;
+    if (beat) next_hb = now + hb_every;
+    for (const auto &l : links_.All()) {
+      if (l->control && l->channel && l->control->broken() && !l->channel->broken()) {
+        // The peer died or dropped the link: with its control stream gone
+        // the link hears no REVOKE, so its channel must carry nothing more,
+        // and what it has in flight fails now (a UCX endpoint over shared
+        // memory would wait for UCX's keepalive or the caller's deadline).
+        l->Close("the control stream ended (the peer is gone)");
+      } else if (beat && !l->broken() && !(l->control->CheckAlive(hb) && l->channel->CheckAlive(hb))) {
+        l->Close("heartbeat: the peer stopped answering");
       }
     }
     lock.Lock();
