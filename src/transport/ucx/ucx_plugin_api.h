@@ -165,10 +165,10 @@ typedef struct hixl_ucx_api {
   hixl_ucx_status_t (*rkey_destroy)(hixl_ucx_rkey_t *rkey);
 
   /* Starts a batch: one put (or get) per piece, adjacent pieces that are
-   * contiguous on both sides and share a key merged first, then one flush.
-   * OK: accepted, and on_done runs exactly once, after the flush completed
-   * (remote completion for puts, data in place for gets) or with the first
-   * error. Any other status: refused, on_done never runs. The pieces array
+   * contiguous on both sides and share a key merged first; for puts then
+   * one flush. OK: accepted, and on_done runs exactly once, after every
+   * request completed (puts: the flush, remote completion; gets: each get,
+   * the data in place) or with the first error. Any other status: refused, on_done never runs. The pieces array
    * may be reused as soon as this returns. */
   hixl_ucx_status_t (*batch_post)(hixl_ucx_ep_t *ep, hixl_ucx_op_t op, const hixl_ucx_piece_t *pieces,
                                   size_t count, hixl_ucx_batch_cb on_done, void *user);

@@ -164,8 +164,10 @@ void Endpoint::Start(std::unique_ptr<Batch> owned) {
     }
     if (!Track(b, sp, i)) break;
   }
-  // One flush: puts complete at the peer, gets land here, before on_done.
-  if (b->status == HIXL_UCX_OK) {
+  // One flush, for puts: they complete at the peer before on_done. A get
+  // has landed here when its own request completes, so a get batch needs
+  // none (over UCX's emulated transports a flush costs a round trip).
+  if (b->status == HIXL_UCX_OK && b->op == HIXL_UCX_OP_PUT) {
     b->refs.back() = {b, OpRef::kFlush};
     p.user_data = &b->refs.back();
     Track(b, ucp_ep_flush_nbx(ep_, &p), OpRef::kFlush);
