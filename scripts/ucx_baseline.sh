@@ -4,9 +4,16 @@
 # error handling (-e: hixl's endpoints have it), one message-sized buffer on
 # each side, 32 operations in flight (ucp_put_bw's window; ucp_get's is 1,
 # hence -O 32; hixl_ucx_bench and hixl_bench --transport ucx: 2 batches of
-# 16), medians of several runs, interleaved. hixl_ucx_bench is the plug-in alone,
-# hixl_bench the whole engine (TransferAsync over a ucx link, 64 MiB per
-# timed iteration). Then the time a 4 KiB x 10,000 batch takes to post.
+# 16), medians of several runs, interleaved. hixl_ucx_bench is the plug-in
+# alone, hixl_bench the whole engine (TransferAsync over a ucx link, 64 MiB
+# per timed iteration). Then the time a 4 KiB x 10,000 batch takes to post.
+#
+# perftest runs twice: as it comes, with buffers UCX allocates in its own
+# shared-memory segments (the peer maps them, so over sm a put is a plain
+# copy), and with UCX_ALLOC_PRIO=heap: buffers of plain process memory, like
+# the caller's memory that hixl registers, which UCX 1.13 reaches over sm
+# only by software emulation through the FIFO. The ratios are against that
+# one, the like-for-like baseline.
 # docs/ucx.md has the figures and how to read them.
 #
 #   scripts/ucx_baseline.sh [build dir (build-test)] [runs (5)] [transports ("tcp sm")]
@@ -28,15 +35,18 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2
 
 # One ucx_perftest run: prints its overall bandwidth (MiB/s: perftest's MB
 # is 2^20 bytes).
-perftest_once() {  # test size iterations
+perftest_once() {  # test size iterations [UCX_ALLOC_PRIO]
   local port=$((20000 + RANDOM % 20000)) server
-  ucx_perftest -p "$port" >/dev/null 2>&1 &
+  local alloc=(env)
+  [ -n "${4:-}" ] && alloc=(env UCX_ALLOC_PRIO="$4")
+  "${alloc[@]}" ucx_perftest -p "$port" >/dev/null 2>&1 &
   server=$!
   for _ in $(seq 100); do  # at most 10 s for the server to listen
     ss -ltn 2>/dev/null | grep -q ":$port " && break
     sleep 0.1
   done
-  ucx_perftest 127.0.0.1 -p "$port" -t "$1" -e -O 32 -s "$2" -n "$3" -w 100 -f 2>/dev/null | awk 'NF == 8 && $1 ~ /^[0-9]+$/ {print $6}'
+  "${alloc[@]}" ucx_perftest 127.0.0.1 -p "$port" -t "$1" -e -O 32 -s "$2" -n "$3" -w 100 -f 2>/dev/null |
+    awk 'NF == 8 && $1 ~ /^[0-9]+$/ {print $6}'
   wait "$server" || true
 }
 
@@ -53,7 +63,8 @@ hixl_once() {  # op size
 }
 
 echo "# $(ucx_info -v | head -n1 | sed 's/# //'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-4s %-4s %-6s %16s %16s %6s %16s %6s\n" tls op size "perftest MiB/s" "hixl_ucx MiB/s" ratio "hixl MiB/s" ratio
+printf "%-4s %-4s %-6s %14s %14s %14s %6s %12s %6s\n" tls op size "perftest(shm)" "perftest(heap)" \
+  "hixl_ucx MiB/s" ratio "hixl MiB/s" ratio
 for tls in $transports; do
   if [ "$tls" = tcp ]; then
     export UCX_TLS=tcp UCX_NET_DEVICES=lo
@@ -69,17 +80,20 @@ for tls in $transports; do
       iters=$((size == 65536 ? 5000 : 500))
       # Run by run, one of each, so that the load of a shared machine
       # changing meanwhile weighs on all three alike.
-      refs=() ours=() engines=()
+      shms=() refs=() ours=() engines=()
       for _ in $(seq "$runs"); do
-        refs+=("$(perftest_once "$test" "$size" "$iters")")
+        shms+=("$(perftest_once "$test" "$size" "$iters")")
+        refs+=("$(perftest_once "$test" "$size" "$iters" heap)")
         ours+=("$("$bench" --tls "$tls" "${devices[@]}" --op "$op" --size "$size" --total $((size * iters)) \
                  --runs 1 | sed -n 's/.*: \([0-9.]*\) MiB\/s median.*/\1/p')")
         engines+=("$(hixl_once "$([ "$op" = put ] && echo write || echo read)" "$size")")
       done
+      shm=$(printf '%s\n' "${shms[@]}" | median)
       ref=$(printf '%s\n' "${refs[@]}" | median)
       ours=$(printf '%s\n' "${ours[@]}" | median)
       engine=$(printf '%s\n' "${engines[@]}" | median)
-      printf "%-4s %-4s %-6s %16.1f %16.1f %6.2f %16.1f %6.2f\n" "$tls" "$op" "$((size / 1024))K" "$ref" "$ours" \
+      printf "%-4s %-4s %-6s %14.1f %14.1f %14.1f %6.2f %12.1f %6.2f\n" "$tls" "$op" "$((size / 1024))K" "$shm" "$ref" \
+        "$ours" \
         "$(awk -v a="$ours" -v b="$ref" 'BEGIN {print (b > 0) ? a / b : 0}')" "$engine" \
         "$(awk -v a="$engine" -v b="$ref" 'BEGIN {print (b > 0) ? a / b : 0}')"
     done
