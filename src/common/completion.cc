@@ -8,8 +8,10 @@ void Completion::PartDone(Status s) {
   } else if (s == kRefused) {
     refused_.store(true, std::memory_order_relaxed);
   } else {
-    pending_.fetch_sub(1);
+    // Finished before counted: once counted, the last other part may find
+    // none pending and finish it SUCCESS first, and this failure be lost.
     Finish(s);
+    pending_.fetch_sub(1);
     return;
   }
   if (pending_.fetch_sub(1) == 1) LastPartDone();

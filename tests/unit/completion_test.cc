@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -224,6 +225,55 @@ TEST(CompletionTest, ConcurrentFailuresFinishOnce) {
     EXPECT_EQ(calls.load(), 1);
     EXPECT_EQ(c.Wait(Deadline::AfterMillis(0)), FAILED);
   }
+}
+
+// A failure racing the last other part: the failure is the outcome, never
+// the SUCCESS that the other part's finishing gives. (Once, under TSan, a
+// cuda_ipc WRITE whose copy had failed ended SUCCESS: the failing part
+// counted itself done before finishing the completion, and the caller's
+// guard part, the last, finished it first.) Two threads meet at each round
+// so that the two calls overlap.
+TEST(CompletionTest, AFailureRacingTheLastOtherPartIsTheOutcome) {
+#ifdef __SANITIZE_THREAD__
+  constexpr int kRounds = 5000;  // each meeting spins, and TSan slows atomics 10x and more
+#else
+  constexpr int kRounds = 20000;  // 7-22 of them ended SUCCESS before the fix
+#endif
+  std::vector<std::unique_ptr<Completion>> cs;
+  for (int i = 0; i < kRounds; ++i) {
+    cs.push_back(std::make_unique<Completion>());
+    cs.back()->AddParts(2);
+  }
+  std::atomic<int> ready{0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto meet = [&](int round) {  // both threads at `round` (bounded wait)
+    ready.fetch_add(1);
+    while (ready.load() < 2 * (round + 1) && std::chrono::steady_clock::now() < give_up) {
+    }
+  };
+  std::thread failing([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      meet(i);
+      cs[i]->PartDone(FAILED);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    meet(i);
+    if (i % 2 == 0) {
+      cs[i]->PartSkipped();
+    } else {
+      cs[i]->PartDone(SUCCESS);
+    }
+  }
+  failing.join();
+  ASSERT_LT(std::chrono::steady_clock::now(), give_up);
+  int wrong = 0;
+  for (auto &c : cs) {
+    Status s = SUCCESS;
+    ASSERT_TRUE(c->Poll(&s));
+    wrong += s != FAILED;
+  }
+  EXPECT_EQ(wrong, 0) << "of " << kRounds << " rounds";
 }
 
 TEST(CompletionTest, RefusedPartsAloneArePARAM_INVALID) {
