@@ -314,10 +314,7 @@ void FuzzAuthChallenge(const uint8_t *d, size_t n) {
   w::AuthChallenge stale;
   stale.nonce_t.fill(0x11);
   stale.mac_t.fill(0x22);
-  const bool ok = w::DecodeAuthChallenge(d, n, &stale);
-  std::vector<uint8_t> out;
-  if (ok) w::EncodeAuthChallenge(stale, &out);
-  CheckFixed(ok, n >= 2 * w::kAuthBytes, 2 * w::kAuthBytes, out, d, n);
+  FuzzFixed(d, n, stale, 2 * w::kAuthBytes, w::DecodeAuthChallenge, w::EncodeAuthChallenge);
 }
 
 void FuzzAuth(const uint8_t *d, size_t n) {
