@@ -105,6 +105,10 @@ class Checker:
                 self.one_of(r, "layout", LAYOUTS, where)
             for n in ("block", "batch", "threads", "depth", "bytes", "iters"):
                 self.positive_int(r, n, where)
+            if mode == "async":
+                self.positive_num(r, "post_max_us", where)
+            elif r.get("post_max_us") is not None:
+                self.fail(where, "'post_max_us' must be null for a sync result")
             gbps = self.positive_num(r, "gbps", where)
             base = self.one_of(r, "baseline", {"tcp", "memcpy", "none"}, where)
             figs = self.baseline_figures(r, ("baseline_gbps", "ratio"), where)

@@ -1,5 +1,6 @@
 #include "hixl_runner.h"
 
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -97,7 +98,12 @@ bool HixlInitiator::RunAsync(const std::vector<Call> &calls, hixl::TransferOp op
   while (next < calls.size() || !inflight.empty()) {
     while (inflight.size() < static_cast<size_t>(depth) && next < calls.size()) {
       hixl::TransferReq req = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
       hixl::Status s = engine_.TransferAsync(remote_, op, calls[next], args, req);
+      const auto took = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+      for (uint64_t seen = post_max_ns_.load(); took > seen && !post_max_ns_.compare_exchange_weak(seen, took);) {
+      }
       if (s != hixl::SUCCESS) {
         std::fprintf(stderr, "TransferAsync %s returned %u\n", OpName(op), s);
         return false;
@@ -131,6 +137,7 @@ bool HixlInitiator::RunAsync(const std::vector<Call> &calls, hixl::TransferOp op
 
 double HixlInitiator::RunOnce(const Workload &w) {
   const Point &p = w.point;
+  post_max_ns_ = 0;
   return RunParallel(p.threads, [&](int t) {
     const auto &calls = w.calls[static_cast<size_t>(t)];
     return p.mode == Mode::kAsync ? RunAsync(calls, p.op, p.depth) : RunSync(calls, p.op);

@@ -3,6 +3,7 @@
 // that drive TransferSync / TransferAsync over a Workload.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -32,6 +33,9 @@ class HixlInitiator {
 
   // One iteration of `w`: seconds, or negative on error (logged).
   double RunOnce(const Workload &w);
+  // The longest single TransferAsync call of the last RunOnce, in seconds
+  // (0 for sync points): what posting one request costs the caller.
+  double last_post_max() const { return static_cast<double>(post_max_ns_.load()) / 1e9; }
   // One TransferSync of `size` bytes at the start of both buffers: seconds.
   double TransferOnce(hixl::TransferOp op, uint64_t size);
   // Disconnects, then times Connect plus a first `size`-byte WRITE (the
@@ -49,6 +53,7 @@ class HixlInitiator {
   hixl::AscendString remote_;  // built once: timed calls take it as is
   uintptr_t remote_addr_ = 0;
   int timeout_ms_ = 30000;
+  std::atomic<uint64_t> post_max_ns_{0};  // written by every RunAsync thread
 };
 
 // The GlobalResourceConfig JSON for `transport` ("tcp" -> "tcp:host").

@@ -215,6 +215,7 @@ bool WriteJson(const Report &r, const BenchConfig &cfg, const std::string &path)
     e["baseline"] = x.baseline;
     e["baseline_gbps"] = Num(x.baseline_gbps, x.baseline != "none");
     e["ratio"] = Num(x.ratio, x.baseline != "none");
+    e["post_max_us"] = Num(x.post_max_us, p.mode == Mode::kAsync);
     results.push_back(e);
   }
   j["results"] = results;

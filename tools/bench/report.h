@@ -18,6 +18,7 @@ struct ThroughputResult {
   std::string baseline;  // "tcp", "memcpy" or "none"
   double baseline_gbps = 0;
   double ratio = 0;    // gbps / baseline_gbps; 0 without a baseline
+  double post_max_us = 0;  // async: the longest TransferAsync call, median over the iterations
 };
 
 struct LatencyResult {

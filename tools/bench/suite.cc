@@ -110,6 +110,7 @@ void Progress(const ThroughputResult &x) {
   if (x.baseline != "none") {
     std::fprintf(stderr, ", %s %.2f GB/s, ratio %.2f", x.baseline.c_str(), x.baseline_gbps, x.ratio);
   }
+  if (p.mode == Mode::kAsync) std::fprintf(stderr, "; longest TransferAsync %.0f us", x.post_max_us);
   std::fprintf(stderr, "\n");
 }
 
@@ -124,9 +125,10 @@ bool MeasurePoint(const BenchConfig &cfg, HixlInitiator &ini, Baseline *base, co
     report->notes.push_back(std::string("baseline ") + base->name() + " unavailable: " + why);
     base = nullptr;
   }
-  std::vector<double> th, tb;
+  std::vector<double> th, tb, posts;
   auto hixl_once = [&] {
     th.push_back(ini.RunOnce(w));
+    posts.push_back(ini.last_post_max() * 1e6);
     return th.back() >= 0;
   };
   auto base_once = [&] {
@@ -137,6 +139,7 @@ bool MeasurePoint(const BenchConfig &cfg, HixlInitiator &ini, Baseline *base, co
   if (!hixl_once() || !base_once()) return false;  // warm-up
   th.clear();
   tb.clear();
+  posts.clear();
   for (int i = 0; i < cfg.iters; ++i) {
     const bool ok = (i % 2) == 0 ? hixl_once() && base_once() : base_once() && hixl_once();
     if (!ok) return false;
@@ -146,6 +149,7 @@ bool MeasurePoint(const BenchConfig &cfg, HixlInitiator &ini, Baseline *base, co
   x.bytes = w.bytes;
   x.iters = cfg.iters;
   x.gbps = static_cast<double>(w.bytes) / Median(th) / 1e9;
+  x.post_max_us = Median(posts);
   x.baseline = base != nullptr ? base->name() : "none";
   if (base != nullptr) {
     x.baseline_gbps = static_cast<double>(w.bytes) / Median(tb) / 1e9;
