@@ -80,7 +80,9 @@ class Checker:
         if host is not None:
             self.positive_int(host, "cpus", "host")
             self.key(host, "kernel", (str,), "host")
-        self.key(doc, "config", (dict,), "top")
+        config = self.key(doc, "config", (dict,), "top") or {}
+        repeat = config.get("repeat", 1)
+        total = config.get("total_size")
 
         available = {}
         for i, t in enumerate(self.key(doc, "transports", (list,), "top") or []):
@@ -105,6 +107,12 @@ class Checker:
                 self.one_of(r, "layout", LAYOUTS, where)
             for n in ("block", "batch", "threads", "depth", "bytes", "iters"):
                 self.positive_int(r, n, where)
+            block, threads, nbytes = r.get("block"), r.get("threads"), r.get("bytes")
+            if all(isinstance(v, int) and v > 0 for v in (block, threads, nbytes, total, repeat)):
+                # Every whole block of each thread's slice, once per pass.
+                want = repeat * threads * (total // threads // block) * block
+                if nbytes != want:
+                    self.fail(where, f"bytes {nbytes} != {want} ({repeat} pass(es) over {total} bytes)")
             if mode == "async":
                 self.positive_num(r, "post_max_us", where)
             elif r.get("post_max_us") is not None:

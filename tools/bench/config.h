@@ -40,6 +40,11 @@ struct BenchConfig {
   Layout layout = Layout::kScattered;
   uint64_t total_size = 128ull << 20;    // bytes per iteration (and buffer size)
   int iters = 10;
+  // Each timed iteration runs the point's calls this many times over the
+  // same buffers: a small buffer that stays in cache, as ucx_perftest's
+  // one message-sized buffer does, still gives iterations long enough to
+  // time. Only without baselines (they move each byte once).
+  int repeat = 1;
   int timeout_ms = 30000;
   int streams = 0;                       // tcp.streams_per_link; 0: the engine's default
   std::string auth_key_file;             // auth.key_file of every engine; empty: none (or HIXL_AUTH_KEY_FILE)

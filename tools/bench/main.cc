@@ -66,6 +66,10 @@ bool Resolve(const CLI::App &app, const Flags &f, BenchConfig *cfg) {
     if (t != "tcp" && t != "shm" && t != "ucx") return bad("--transport", transports);
   }
   cfg->layout = f.layout == "contiguous" ? Layout::kContiguous : Layout::kScattered;
+  if (cfg->repeat > 1 && !cfg->no_baseline) {
+    std::fprintf(stderr, "--repeat %d needs --no-baseline: the baselines move each byte once\n", cfg->repeat);
+    return false;
+  }
 
   // In the suite, --batch/--threads/--depth replace its extra sweeps; else
   // they are the sweep.
@@ -110,6 +114,10 @@ int main(int argc, char **argv) {
                  "Descriptors per call or request, comma-separated (default: sync the whole iteration in one call, "
                  "async 1)");
   app.add_option("--iters", cfg.iters, "Timed iterations per point (the median is reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeat", cfg.repeat,
+                 "Run each iteration's calls this many times over the same buffers (a small, cache-resident "
+                 "--total-size, like ucx_perftest's; needs --no-baseline)")
       ->check(CLI::PositiveNumber);
   app.add_option("--timeout-ms", cfg.timeout_ms, "Transfer timeout (sync and async)")->check(CLI::PositiveNumber);
   app.add_option("--streams", cfg.streams, "TCP streams per link (0: the engine's default)");

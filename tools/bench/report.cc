@@ -76,6 +76,7 @@ Json ConfigJson(const BenchConfig &cfg) {
   c["block_sizes"] = cfg.block_sizes;
   c["total_size"] = cfg.total_size;
   c["iters"] = cfg.iters;
+  c["repeat"] = cfg.repeat;
   c["timeout_ms"] = cfg.timeout_ms;
   c["streams_per_link"] = cfg.streams;
   c["layout"] = LayoutName(cfg.layout);

@@ -120,6 +120,7 @@ void Progress(const ThroughputResult &x) {
 bool MeasurePoint(const BenchConfig &cfg, HixlInitiator &ini, Baseline *base, const Point &p, Report *report) {
   Workload w;
   if (!BuildWorkload(p, cfg.total_size, ini.local_addr(), ini.remote_addr(), &w)) return false;
+  RepeatWorkload(cfg.repeat, &w);
   std::string why;
   if (base != nullptr && !base->Prepare(w, &why)) {
     report->notes.push_back(std::string("baseline ") + base->name() + " unavailable: " + why);

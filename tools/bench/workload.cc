@@ -34,4 +34,14 @@ bool BuildWorkload(const Point &p, uint64_t total_size, uintptr_t local, uintptr
   return true;
 }
 
+void RepeatWorkload(int n, Workload *w) {
+  if (n <= 1) return;
+  for (auto &calls : w->calls) {
+    const std::vector<Call> once = calls;
+    for (int i = 1; i < n; ++i) calls.insert(calls.end(), once.begin(), once.end());
+  }
+  w->slice_bytes *= static_cast<uint64_t>(n);
+  w->bytes *= static_cast<uint64_t>(n);
+}
+
 }  // namespace hixl_bench

@@ -31,4 +31,8 @@ uint64_t BlocksPerThread(const Point &p, uint64_t total_size);
 // False when the point does not fit.
 bool BuildWorkload(const Point &p, uint64_t total_size, uintptr_t local, uintptr_t remote, Workload *w);
 
+// Makes each thread's calls run `n` times in a row over the same buffers
+// (bytes count every pass).
+void RepeatWorkload(int n, Workload *w);
+
 }  // namespace hixl_bench
