@@ -6,7 +6,18 @@
 # hence -O 32; hixl_ucx_bench and hixl_bench --transport ucx: 2 batches of
 # 16), medians of several runs, interleaved. hixl_ucx_bench is the plug-in
 # alone, hixl_bench the whole engine (TransferAsync over a ucx link, 64 MiB
-# per timed iteration). Then the time a 4 KiB x 10,000 batch takes to post.
+# per timed iteration, in passes over buffers of 16 messages: cache-resident
+# like perftest's, where 64 MiB buffers would time DRAM as well). The
+# ratios are medians of per-run ratios: each run of hixl is divided by the
+# perftest run next to it, so that the load of a noisy machine, which moves
+# every figure by up to 2x from one minute to the next here, weighs on both
+# sides of each ratio alike.
+#
+# Then a 4 KiB x 10,000 batch of puts: how long the caller's call takes
+# (the plug-in's batch_post, and the engine's TransferAsync), how long the
+# progress thread takes to hand the 10,000 puts to UCX and until all are
+# done, against the time ucx_perftest takes for 10,000 4 KiB puts (window
+# 32) on the same transport.
 #
 # perftest runs twice: as it comes, with buffers UCX allocates in its own
 # shared-memory segments (the peer maps them, so over sm a put is a plain
@@ -16,13 +27,13 @@
 # one, the like-for-like baseline.
 # docs/ucx.md has the figures and how to read them.
 #
-#   scripts/ucx_baseline.sh [build dir (build-test)] [runs (5)] [transports ("tcp sm")]
+#   scripts/ucx_baseline.sh [build dir (build-test)] [runs (9)] [transports ("tcp sm")]
 #
 # Needs ucx-utils (ucx_perftest) and a build with the plug-in.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build-test}" && pwd)
-runs=${2:-5}
+runs=${2:-9}
 transports=${3:-tcp sm}
 bench=$build/tools/ucx_bench/hixl_ucx_bench
 hixl_bench=$build/tools/hixl_bench
@@ -34,8 +45,8 @@ command -v ucx_perftest >/dev/null || { echo "ucx_perftest not found (apt-get in
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
 # One ucx_perftest run: prints its overall bandwidth (MiB/s: perftest's MB
-# is 2^20 bytes).
-perftest_once() {  # test size iterations [UCX_ALLOC_PRIO]
+# is 2^20 bytes), or with column 4 the overall time per message (us).
+perftest_once() {  # test size iterations [UCX_ALLOC_PRIO] [column (6)]
   local port=$((20000 + RANDOM % 20000)) server
   local alloc=(env)
   [ -n "${4:-}" ] && alloc=(env UCX_ALLOC_PRIO="$4")
@@ -46,20 +57,39 @@ perftest_once() {  # test size iterations [UCX_ALLOC_PRIO]
     sleep 0.1
   done
   "${alloc[@]}" ucx_perftest 127.0.0.1 -p "$port" -t "$1" -e -O 32 -s "$2" -n "$3" -w 100 -f 2>/dev/null |
-    awk 'NF == 8 && $1 ~ /^[0-9]+$/ {print $6}'
+    awk -v col="${5:-6}" 'NF == 8 && $1 ~ /^[0-9]+$/ {print $col}'
   wait "$server" || true
 }
 
 # hixl_bench over a ucx link (UCX_TLS as exported): MiB/s of one timed
-# iteration of 64 MiB (after a warm-up).
+# iteration of 64 MiB (after a warm-up): passes over buffers of 16 messages.
 hixl_once() {  # op size
   local json
   json=$(mktemp)
-  "$hixl_bench" --demo --transport ucx --op "$1" --block-size "$2" --total-size 64M --iters 1 --async \
-    --depth 2 --batch 16 --no-baseline --json "$json" >/dev/null 2>&1 || true
+  "$hixl_bench" --demo --transport ucx --op "$1" --block-size "$2" --total-size $((16 * $2)) \
+    --repeat $((64 * 1048576 / (16 * $2))) --iters 1 --async --depth 2 --batch 16 --no-baseline --json "$json" \
+    >/dev/null 2>&1 || true
   /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(r[0]["gbps"]*1e9/2**20 if r else 0)' \
     "$json" 2>/dev/null || echo 0
   rm -f "$json"
+}
+
+# hixl_bench over a ucx link: one 4 KiB x 10,000 WRITE request, 5 times:
+# "<longest TransferAsync call, ms> <whole request, ms>" (medians).
+hixl_post() {
+  local json
+  json=$(mktemp)
+  "$hixl_bench" --demo --transport ucx --op write --block-size 4K --total-size 40000K --batch 10000 --async \
+    --depth 1 --iters 5 --no-baseline --json "$json" >/dev/null 2>&1 || true
+  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]
+print("%.3f %.1f" % (r[0]["post_max_us"] / 1e3, r[0]["bytes"] / r[0]["gbps"] / 1e6) if r else "0 0")' \
+    "$json" 2>/dev/null || echo "0 0"
+  rm -f "$json"
+}
+
+# Median of the per-run ratios a[i] / b[i].
+ratio_median() {  # "a1 a2 ..." "b1 b2 ..."
+  paste <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk '$2 > 0 {print $1 / $2}' | median
 }
 
 echo "# $(ucx_info -v | head -n1 | sed 's/# //'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -88,16 +118,16 @@ for tls in $transports; do
                  --runs 1 | sed -n 's/.*: \([0-9.]*\) MiB\/s median.*/\1/p')")
         engines+=("$(hixl_once "$([ "$op" = put ] && echo write || echo read)" "$size")")
       done
-      shm=$(printf '%s\n' "${shms[@]}" | median)
-      ref=$(printf '%s\n' "${refs[@]}" | median)
-      ours=$(printf '%s\n' "${ours[@]}" | median)
-      engine=$(printf '%s\n' "${engines[@]}" | median)
-      printf "%-4s %-4s %-6s %14.1f %14.1f %14.1f %6.2f %12.1f %6.2f\n" "$tls" "$op" "$((size / 1024))K" "$shm" "$ref" \
-        "$ours" \
-        "$(awk -v a="$ours" -v b="$ref" 'BEGIN {print (b > 0) ? a / b : 0}')" "$engine" \
-        "$(awk -v a="$engine" -v b="$ref" 'BEGIN {print (b > 0) ? a / b : 0}')"
+      printf "%-4s %-4s %-6s %14.1f %14.1f %14.1f %6.2f %12.1f %6.2f\n" "$tls" "$op" "$((size / 1024))K" \
+        "$(printf '%s\n' "${shms[@]}" | median)" "$(printf '%s\n' "${refs[@]}" | median)" \
+        "$(printf '%s\n' "${ours[@]}" | median)" "$(ratio_median "${ours[*]}" "${refs[*]}")" \
+        "$(printf '%s\n' "${engines[@]}" | median)" "$(ratio_median "${engines[*]}" "${refs[*]}")"
     done
   done
   "$bench" --tls "$tls" "${devices[@]}" --op put --post 10000 --size 4K --runs "$runs"
+  read -r call whole <<<"$(hixl_post)"
+  per_msg=$(for _ in $(seq "$runs"); do perftest_once ucp_put_bw 4096 10000 heap 4; done | median)
+  printf "%s put 4K x 10000: engine TransferAsync returned after %s ms, request done in %s ms; ucx_perftest: 10,000 puts in %.1f ms\n" \
+    "$tls" "$call" "$whole" "$(awk -v u="$per_msg" 'BEGIN {print u * 10000 / 1000}')"
   unset UCX_MM_ERROR_HANDLING
 done
