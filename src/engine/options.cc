@@ -149,7 +149,9 @@ Status ParseGlobalResourceConfig(const std::string &text, EngineOptions *out, st
     // A transport's own field: the transport checks it.
     const size_t dot = it.key().find('.');
     TransportInfo info;
-    if (dot != std::string::npos && dot > 0 && Transports().Find(it.key().substr(0, dot), &info)) {
+    // ("tcp." names no field: an unknown key like any other.)
+    if (dot != std::string::npos && dot > 0 && dot + 1 < it.key().size() &&
+        Transports().Find(it.key().substr(0, dot), &info)) {
       out->transport_config[info.name][it.key().substr(dot + 1)] =
           it->is_string() ? it->get<std::string>() : it->dump();
       continue;

@@ -374,6 +374,11 @@ TEST(GlobalResourceConfigTest, ATransportsOwnFieldsGoToItAsText) {
   ASSERT_EQ(io.status, SUCCESS) << io.why;
   EXPECT_EQ(io.opts.io_threads, 3u);
   EXPECT_EQ(io.opts.transport_config.count("tcp"), 0u);
+  // "tcp." names no field of tcp's: an unknown field, not one named "".
+  Parsed empty = ParseGrc("{\"tcp.\": 4, \"shm.\": \"x\"}");
+  ASSERT_EQ(empty.status, SUCCESS) << empty.why;
+  EXPECT_EQ(empty.opts.transport_config.count("tcp"), 0u);
+  EXPECT_EQ(empty.opts.transport_config.count("shm"), 0u);
 }
 
 TEST(GlobalResourceConfigTest, ProtocolDescInvalid) {
