@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -52,6 +53,7 @@ struct Child {
   pid_t pid = -1;
   int in = -1;   // its stdin
   int out = -1;  // its stdout
+  std::string log;  // its stderr, this life's
   std::string partial;
   std::deque<std::string> replies;
   std::map<std::string, long long> stat;  // its life's last STAT
@@ -144,7 +146,9 @@ class Orchestrator {
     posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
     const std::string log = a_.dir + "/" + c.role + std::to_string(c.index) + ".log";
-    // Its log: this life's only (a stable one's is its whole run).
+    c.log = log;
+    // Its log: this life's only (a stable one's is its whole run; one that
+    // died unasked was kept and shown, see Reap).
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<std::string> args = {"/proc/self/exe", "--role", c.role, "--index", std::to_string(c.index),
                                      "--incarnation", std::to_string(c.incarnation), "--ports", ports_,
@@ -221,6 +225,32 @@ class Orchestrator {
     }
   }
 
+  // A child that died unasked (a sanitizer's report: exit status 66 under
+  // TSan): its log is kept beside the next life's, and what a sanitizer
+  // said there, or else its last lines, is printed, so that CI's output
+  // shows why.
+  static void ShowDeath(const Child &c) {
+    if (c.log.empty()) return;
+    const std::string kept = c.log + ".died-" + std::to_string(c.pid);
+    if (std::rename(c.log.c_str(), kept.c_str()) != 0) return;
+    std::ifstream in(kept);
+    std::vector<std::string> lines;
+    size_t report = SIZE_MAX;
+    for (std::string line; std::getline(in, line);) {
+      if (report == SIZE_MAX && (line.find("Sanitizer") != std::string::npos ||
+                                 line.find("runtime error:") != std::string::npos)) {
+        report = lines.size();
+      }
+      lines.push_back(std::move(line));
+    }
+    const size_t from = report != SIZE_MAX ? report : lines.size() - std::min<size_t>(lines.size(), 20);
+    const size_t to = std::min(lines.size(), from + 80);
+    std::printf("--- %s, pid %d: %s (kept in %s) ---\n", c.name().c_str(), static_cast<int>(c.pid),
+                report != SIZE_MAX ? "the sanitizer's report" : "its last lines", kept.c_str());
+    for (size_t i = from; i < to; ++i) std::printf("%s\n", lines[i].c_str());
+    std::fflush(stdout);
+  }
+
   // Folds a dead child's counters into the totals; a death not ours is a failure.
   void Reap(Child &c, bool wait) {
     if (c.pid < 0) return;
@@ -235,6 +265,7 @@ class Orchestrator {
       Fail(c.name() + " died unasked: " +
            (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                 : "exit status " + std::to_string(WEXITSTATUS(status))));
+      ShowDeath(c);
     }
     for (auto &[k, v] : c.stat) {
       if (k == "max_over_ms") {
