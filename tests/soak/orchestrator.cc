@@ -53,7 +53,6 @@ struct Child {
   pid_t pid = -1;
   int in = -1;   // its stdin
   int out = -1;  // its stdout
-  std::string log;  // its stderr, this life's
   std::string partial;
   std::deque<std::string> replies;
   std::map<std::string, long long> stat;  // its life's last STAT
@@ -145,8 +144,7 @@ class Orchestrator {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
-    const std::string log = a_.dir + "/" + c.role + std::to_string(c.index) + ".log";
-    c.log = log;
+    const std::string log = LogPath(c);
     // Its log: this life's only (a stable one's is its whole run; one that
     // died unasked was kept and shown, see Reap).
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -225,14 +223,17 @@ class Orchestrator {
     }
   }
 
+  // A child's stderr, this life's.
+  std::string LogPath(const Child &c) const { return a_.dir + "/" + c.role + std::to_string(c.index) + ".log"; }
+
   // A child that died unasked (a sanitizer's report: exit status 66 under
   // TSan): its log is kept beside the next life's, and what a sanitizer
   // said there, or else its last lines, is printed, so that CI's output
   // shows why.
-  static void ShowDeath(const Child &c) {
-    if (c.log.empty()) return;
-    const std::string kept = c.log + ".died-" + std::to_string(c.pid);
-    if (std::rename(c.log.c_str(), kept.c_str()) != 0) return;
+  void ShowDeath(const Child &c) const {
+    const std::string log = LogPath(c);
+    const std::string kept = log + ".died-" + std::to_string(c.pid);
+    if (std::rename(log.c_str(), kept.c_str()) != 0) return;
     std::ifstream in(kept);
     std::vector<std::string> lines;
     size_t report = SIZE_MAX;
