@@ -3,8 +3,6 @@
 // reports on stdout), the deadline check, and the gate that pauses work.
 #pragma once
 
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +10,8 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+
+#include "soak/freezes.h"
 
 namespace soak {
 
@@ -30,21 +30,15 @@ inline void Say(const std::string &line) {
   std::fflush(stdout);
 }
 
-// How often this process was continued after a SIGSTOP (the orchestrator
-// freezes processes): a call of ours that a freeze of our own stretched is
-// not held to its deadline.
-inline std::atomic<unsigned> g_continued{0};
-inline void CountContinues() {
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { g_continued.fetch_add(1, std::memory_order_relaxed); };
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGCONT, &sa, nullptr);
-}
+// This process's freeze count (freezes.h), mapped at its start: a call of
+// ours that a freeze of our own stretched is not held to its deadline.
+inline uint64_t *g_freezes = nullptr;
+inline uint64_t Freezes() { return g_freezes != nullptr ? LoadCount(g_freezes) : 0; }
 
 // When a call began.
 struct CallStart {
   Clock::time_point at = Clock::now();
-  unsigned continued = g_continued.load();
+  uint64_t freezes = Freezes();
 };
 
 // "No call beyond its deadline plus one second": every call is timed
@@ -55,7 +49,7 @@ class Deadlines {
   static constexpr long long kGraceMs = 1000;
   // Times the call; reports it if it took longer than limit + grace.
   void Check(const char *call, const CallStart &start, long long limit_ms) {
-    if (g_continued.load() != start.continued) {
+    if (Freezes() != start.freezes) {
       ++excused_;  // we were frozen meanwhile
       return;
     }

@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
     else if (k == "--self-check") a.self_check = v == "1";
     else if (k == "--index") a.index = std::atoi(v.c_str());
     else if (k == "--incarnation") a.incarnation = std::atoi(v.c_str());
+    else if (k == "--freezes") a.freezes = v;
     else if (k == "--ports") {
       std::istringstream in(v);
       for (std::string p; std::getline(in, p, ',');) a.ports.push_back(std::atoi(p.c_str()));
@@ -47,7 +48,12 @@ int main(int argc, char **argv) {
   // A child dies with its orchestrator (a run cut short by a CI timeout).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 1;
-  soak::CountContinues();
+  uint64_t *freezes = soak::MapFreezes(a.freezes, false);
+  if (freezes == nullptr) {
+    std::fprintf(stderr, "hixl_soak: cannot map the freeze counts '%s'\n", a.freezes.c_str());
+    return 1;
+  }
+  soak::g_freezes = freezes + soak::FreezeSlot(a.role == "target", a.index);
   if (a.role == "target") return soak::RunTarget(a);
   if (a.role == "initiator") return soak::RunInitiator(a);
   std::fprintf(stderr, "hixl_soak: unknown role %s\n", a.role.c_str());

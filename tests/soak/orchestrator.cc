@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "soak/child.h"
+#include "soak/freezes.h"
 #include "soak/proc_stats.h"
 #include "soak/soak.h"
 
@@ -74,6 +75,11 @@ class Orchestrator {
   int Run() {
     start_ = Clock::now();
     if (!PickPorts()) return 1;
+    freezes_ = MapFreezes(FreezesPath(a_.dir), true);
+    if (freezes_ == nullptr) {
+      std::fprintf(stderr, "hixl_soak: cannot make %s\n", FreezesPath(a_.dir).c_str());
+      return 1;
+    }
     for (const char *role : {"target", "initiator"}) {
       for (int i = 0; i < (role[0] == 't' ? a_.targets : a_.initiators); ++i) {
         Child c;
@@ -150,7 +156,8 @@ class Orchestrator {
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<std::string> args = {"/proc/self/exe", "--role", c.role, "--index", std::to_string(c.index),
                                      "--incarnation", std::to_string(c.incarnation), "--ports", ports_,
-                                     "--seed", std::to_string(a_.seed), "--self-check",
+                                     "--seed", std::to_string(a_.seed), "--freezes", FreezesPath(a_.dir),
+                                     "--self-check",
                                      a_.self_check && c.role == "target" && c.index == 0 ? "1" : "0"};
     std::vector<char *> argv;
     for (auto &s : args) argv.push_back(s.data());
@@ -331,11 +338,14 @@ class Orchestrator {
     kill(c.pid, SIGSTOP);
     c.frozen = true;
     c.thaw_at = Clock::now() + std::chrono::milliseconds(200 + rng_() % 1800);
-    ++freezes_[c.role];
+    ++froze_[c.role];
   }
 
   void Thaw(Child &c) {
-    if (c.pid > 0) kill(c.pid, SIGCONT);
+    if (c.pid > 0) {
+      BumpCount(freezes_ + FreezeSlot(c.role == "target", c.index));  // before the SIGCONT: see freezes.h
+      kill(c.pid, SIGCONT);
+    }
     c.frozen = false;
   }
 
@@ -405,8 +415,8 @@ class Orchestrator {
     const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
     std::printf("\nsoak: %.0f s, %d targets, %d initiators; killed %lld targets, %lld initiators; froze %lld targets, "
                 "%lld initiators\n",
-                secs, a_.targets, a_.initiators, kills_["target"], kills_["initiator"], freezes_["target"],
-                freezes_["initiator"]);
+                secs, a_.targets, a_.initiators, kills_["target"], kills_["initiator"], froze_["target"],
+                froze_["initiator"]);
     for (auto &[role, m] : totals_) {
       std::printf("%-9s", role.c_str());
       for (auto &[k, v] : m) std::printf(" %s=%lld", k.c_str(), v);
@@ -464,7 +474,8 @@ class Orchestrator {
   std::vector<Sample> samples_;
   std::vector<std::string> failures_;
   std::map<std::string, std::map<std::string, long long>> totals_;  // role -> counter -> sum over lives
-  std::map<std::string, long long> kills_, freezes_;
+  std::map<std::string, long long> kills_, froze_;
+  uint64_t *freezes_ = nullptr;  // each child's freeze count, shared with it (freezes.h)
   long long max_over_ms_ = -1000000;
   bool quitting_ = false;
 };

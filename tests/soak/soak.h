@@ -25,6 +25,7 @@ struct Args {
   int index = 0;
   int incarnation = 0;
   std::vector<int> ports;    // the targets' ports, in order
+  std::string freezes;       // the orchestrator's freeze counts (freezes.h)
 };
 
 int RunOrchestrator(const Args &args);
