@@ -144,12 +144,8 @@ Status Engine::ChooseTransport(Link &link, const EngineAddress &addr, const wire
   // What the transport must reach: the kinds of the peer's memory now (our
   // own memory of a kind its channel does not take, the engine stages).
   // (A peer with nothing registered yet is taken for one with host memory.)
-  // The snapshot held in a local: in a range-for over Snapshot()->regions()
-  // the snapshot is a temporary, gone before the loop runs, and a REVOKE
-  // on the I/O thread then frees the list read here (the TSan soak found it).
   MemKinds kinds = 0;
-  const std::shared_ptr<const RemoteTable> table = link.remote_regions->Snapshot();
-  for (const auto &r : table->regions()) kinds |= MemKindBit(r->kind);
+  for (const auto &r : link.remote_regions->Regions()) kinds |= MemKindBit(r->kind);
   if (kinds == 0) kinds = kHostOnly;
   std::string reasons;
   for (size_t i = 0; i < transports_.size(); ++i) {

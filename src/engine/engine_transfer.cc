@@ -66,11 +66,7 @@ Status Engine::GetRemoteMems(const std::string &remote, std::vector<MemDesc> &me
     return s;
   }
   mems.clear();
-  // Held in a local: a range-for over Snapshot()->regions() would let the
-  // snapshot go at once (a temporary), and a REVOKE dropping the link's last
-  // other reference then frees the list being read (TSan found it).
-  const std::shared_ptr<const RemoteTable> table = link->remote_regions->Snapshot();
-  for (const auto &r : table->regions()) {
+  for (const auto &r : link->remote_regions->Regions()) {
     MemDesc m{};
     m.addr = static_cast<uintptr_t>(r->range.addr);
     m.len = static_cast<size_t>(r->range.len);

@@ -115,4 +115,19 @@ std::shared_ptr<const RemoteTable> RemoteRegions::Snapshot() const {
   return table_;
 }
 
+std::vector<std::shared_ptr<const RemoteRegion>> RemoteRegions::Regions() const {
+  return Snapshot()->regions();  // (copied before the snapshot goes)
+}
+
+std::shared_ptr<const RemoteRegion> RemoteRegions::Live(const RemoteRegion *entry) const {
+  ReaderLock lock(&mu_);
+  const auto &all = table_->regions();
+  auto pos = std::lower_bound(all.begin(), all.end(), entry->range.addr,
+                              [](const std::shared_ptr<const RemoteRegion> &r, uint64_t a) { return r->range.addr < a; });
+  for (; pos != all.end() && (*pos)->range.addr == entry->range.addr; ++pos) {
+    if (pos->get() == entry) return *pos;
+  }
+  return nullptr;
+}
+
 }  // namespace hixl

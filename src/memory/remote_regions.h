@@ -47,9 +47,15 @@ class RemoteTable {
   explicit RemoteTable(std::vector<std::shared_ptr<const RemoteRegion>> regions, bool sorted = false);
   // A region containing [addr, addr+len), or nullptr.
   const RemoteRegion *Find(uint64_t addr, uint64_t len) const;
-  const std::vector<std::shared_ptr<const RemoteRegion>> &regions() const { return regions_; }
 
  private:
+  // Read through RemoteRegions only: a caller walking the list of a
+  // snapshot it does not hold (a range-for over Snapshot()->regions(), whose
+  // snapshot is a temporary) reads freed memory once a REVOKE replaces the
+  // table; that happened twice.
+  friend class RemoteRegions;
+  const std::vector<std::shared_ptr<const RemoteRegion>> &regions() const { return regions_; }
+
   std::vector<std::shared_ptr<const RemoteRegion>> regions_;  // by addr, then len
   std::vector<uint64_t> max_end_;                              // max end over regions_[0..i]
 };
@@ -70,6 +76,12 @@ class RemoteRegions {
   bool Contains(uint64_t addr, uint64_t len) const EXCLUDES(mu_);
   // The table in place now.
   std::shared_ptr<const RemoteTable> Snapshot() const EXCLUDES(mu_);
+  // The entries in place now, by address (a copy: safe to walk while
+  // revocations replace the table).
+  std::vector<std::shared_ptr<const RemoteRegion>> Regions() const EXCLUDES(mu_);
+  // The entry `entry` points at, kept alive, if it is in the table in place
+  // now; nullptr if it was revoked or replaced since the caller's snapshot.
+  std::shared_ptr<const RemoteRegion> Live(const RemoteRegion *entry) const EXCLUDES(mu_);
   // Returns once no Hold taken before the call is alive: a copy that checks,
   // under its Hold, a flag set before this call sees it.
   void WaitForHolds() EXCLUDES(mu_);

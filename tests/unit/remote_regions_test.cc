@@ -409,5 +409,43 @@ TEST(RemoteRegionsTest, ConcurrentRevokesAndLookups) {
   EXPECT_TRUE(rr.Contains(0x10000000, 0x1000));
 }
 
+// ------------------------------------------------------------- Regions, Live
+
+TEST(RemoteRegionsTest, RegionsIsACopyThatOutlivesRevocations) {
+  RemoteRegions rr;
+  rr.Replace(hixl_test::HostEntries({{0x9000, 0x100}, {0x1000, 0x800}, {0x1000, 0x1000}}));
+  size_t seen = 0;
+  uint64_t last_addr = 0;
+  for (const auto &r : rr.Regions()) {
+    // The table in place is replaced under the loop; the entries walked stay.
+    rr.Revoke(r->range.addr, r->range.len, 1);
+    EXPECT_GE(r->range.addr, last_addr);  // by address
+    last_addr = r->range.addr;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 3u);
+  EXPECT_TRUE(rr.Regions().empty());
+}
+
+TEST(RemoteRegionsTest, LiveFindsOnlyAnEntryStillInPlace) {
+  RemoteRegions rr;
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x800}, {0x1000, 0x1000}, {0x4000, 0x100}}));
+  const auto snapshot = rr.Snapshot();
+  const RemoteRegion *longer = snapshot->Find(0x1000, 0x1000);
+  ASSERT_NE(longer, nullptr);
+  EXPECT_EQ(rr.Live(longer).get(), longer);  // same start as another entry: this one
+
+  // An equal table keeps its entries; a revoked one is gone even when
+  // registered again (a new entry, possibly with other keys).
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x800}, {0x1000, 0x1000}, {0x4000, 0x100}}), 1);
+  EXPECT_EQ(rr.Live(longer).get(), longer);
+  rr.Revoke(0x1000, 0x1000, 2);
+  EXPECT_EQ(rr.Live(longer), nullptr);
+  rr.Replace(hixl_test::HostEntries({{0x1000, 0x800}, {0x1000, 0x1000}}), 3);
+  EXPECT_EQ(rr.Live(longer), nullptr);
+  ASSERT_NE(rr.Snapshot()->Find(0x1000, 0x1000), nullptr);
+  EXPECT_NE(rr.Snapshot()->Find(0x1000, 0x1000), longer);
+}
+
 }  // namespace
 }  // namespace hixl

@@ -84,14 +84,7 @@ hixl_ucx_rkey_t *UcxChannel::KeyFor(const RemoteRegion *region, std::string *why
   // The shared pointer of the entry, from the table in place (the batch
   // keeps an older one alive; an entry gone from the live table was revoked
   // or replaced meanwhile: the batch fails rather than use its key).
-  std::shared_ptr<const RemoteRegion> owner;
-  const auto table = regions_->Snapshot();
-  const auto &all = table->regions();
-  auto pos = std::lower_bound(all.begin(), all.end(), region->range.addr,
-                              [](const std::shared_ptr<const RemoteRegion> &r, uint64_t a) { return r->range.addr < a; });
-  for (; pos != all.end() && (*pos)->range.addr == region->range.addr; ++pos) {
-    if (pos->get() == region) owner = *pos;
-  }
+  std::shared_ptr<const RemoteRegion> owner = regions_->Live(region);
   if (owner == nullptr) {
     *why = "the target's region table changed under the batch (a region revoked or registered again)";
     return nullptr;
