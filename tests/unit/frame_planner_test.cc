@@ -276,6 +276,32 @@ TEST(FramePlannerTest, SegmentLimitCutsFramesOfManySmallPieces) {
   }
 }
 
+TEST(FramePlannerTest, AFramesBuffersAreSizedToWhatItHolds) {
+  // 10,000 pieces of 4 KiB over 3 streams: frames of 1,024 segments (4 MiB).
+  // Their segment lists and iovecs get room for about that, not for
+  // kMaxFrameSegments (128 KiB each, allocated and zeroed per frame).
+  std::vector<uint8_t> buf;
+  std::vector<Piece> pieces = Spaced(&buf, 10000, 4096, 0);
+  for (bool is_write : {true, false}) {
+    SCOPED_TRACE(is_write ? "write" : "read");
+    Caches caches(3);
+    auto done = std::make_shared<Completion>();
+    Frames frames = PlanFrames(is_write, pieces.data(), pieces.size(), 0, caches.ptrs, done);
+    std::vector<FrameInfo> infos;
+    CHECK_PLAN(infos, is_write, pieces, 0, frames, done);
+    ASSERT_EQ(infos.size(), 10u);
+    for (const auto &stream : frames) {
+      for (const auto &r : stream) {
+        EXPECT_LE(r->body.capacity(), 2 * r->body.size()) << "segments in the frame: " << (r->body.size() - 4) / 16;
+        const std::vector<iovec> &iov = is_write ? r->payload : r->in;
+        if (iov.size() > 1) {
+          EXPECT_LE(iov.capacity(), 2 * iov.size());
+        }
+      }
+    }
+  }
+}
+
 TEST(FramePlannerTest, ByteLimitCutsPiecesAcrossFrames) {
   // 40 pieces of 1 MiB + 3 bytes over 2 streams: frames of kMaxFrameBytes
   // that cut pieces in the middle.
