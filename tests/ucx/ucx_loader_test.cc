@@ -1,7 +1,10 @@
 // The UCX plug-in loader (in libhixl): where it looks, and the reason it
 // gives when the plug-in, or UCX under it, is missing or does not fit.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -57,6 +60,46 @@ TEST(UcxLoader, ItLooksBesideLibhixlThenInTheInstallDirectory) {
   EXPECT_TRUE(Contains(c[0], "/libhixl_ucx.so")) << c[0];
   EXPECT_TRUE(Contains(c[0], HIXL_LOADER_TEST_DIR)) << c[0];
   EXPECT_EQ(c.back(), "libhixl_ucx.so");
+}
+
+// A program that starts copies of itself through /proc/self/exe (hixl's
+// own benchmarks and soak do): dladdr names the static libhixl in it
+// "/proc/self/exe". The copy, this test run again in a child, must still
+// look beside the program's file.
+TEST(UcxLoader, ACopyStartedThroughProcSelfExeLooksBesideTheProgram) {
+  const char *kChild = "HIXL_LOADER_TEST_CHILD";
+  if (std::getenv(kChild) != nullptr) {  // the copy: say where it looks first
+    std::printf("FIRST %s\n", PluginCandidates()[0].c_str());
+    std::fflush(stdout);
+    return;
+  }
+  unsetenv("HIXL_UCX_PLUGIN");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    setenv(kChild, "1", 1);
+    std::string filter = "--gtest_filter=UcxLoader.ACopyStartedThroughProcSelfExeLooksBesideTheProgram";
+    char *argv[] = {const_cast<char *>("/proc/self/exe"), filter.data(), nullptr};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  close(out[1]);
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) > 0;) said.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << said;
+  const size_t at = said.find("FIRST ");
+  ASSERT_NE(at, std::string::npos) << said;
+  const std::string first = said.substr(at + 6, said.find('\n', at) - at - 6);
+  EXPECT_EQ(first, std::string(HIXL_LOADER_TEST_DIR) + "/libhixl_ucx.so");
 }
 
 TEST(UcxLoader, TheBuiltPluginLoadsAndSaysWhichUcx) {

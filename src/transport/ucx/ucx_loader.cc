@@ -36,9 +36,12 @@ std::vector<std::string> PluginCandidates() {
   if (dladdr(reinterpret_cast<void *>(&PluginCandidates), &info) != 0 && info.dli_fname != nullptr) {
     std::string self = info.dli_fname;
     // A static libhixl is part of the program, which dladdr names as it was
-    // started (maybe relative to a directory since left).
+    // started: maybe relative to a directory since left, or as
+    // /proc/self/exe (a program that starts copies of itself so), whose
+    // directory is no place to look. The kernel's link names the file.
     char exe[4096];
-    ssize_t n = self.empty() || self[0] != '/' ? readlink("/proc/self/exe", exe, sizeof(exe) - 1) : -1;
+    const bool as_started = self.empty() || self[0] != '/' || self.rfind("/proc/", 0) == 0;
+    ssize_t n = as_started ? readlink("/proc/self/exe", exe, sizeof(exe) - 1) : -1;
     if (n > 0) self.assign(exe, static_cast<size_t>(n));
     out.push_back(DirOf(self) + "/" + kPluginName);
   }
