@@ -52,6 +52,11 @@ bool Completion::Poll(Status *s) {
   return finished_;
 }
 
+bool Completion::HasOnFinish() {
+  MutexLock lock(&mu_);
+  return static_cast<bool>(on_finish_);
+}
+
 void Completion::SetOnFinish(std::function<void()> fn) {
   {
     MutexLock lock(&mu_);

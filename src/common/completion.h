@@ -46,6 +46,9 @@ class Completion {
   void Finish(Status s) EXCLUDES(mu_);
   // Called once when the completion finishes (from the finishing thread).
   void SetOnFinish(std::function<void()> fn) EXCLUDES(mu_);
+  // True while finishing would run such a callback: a transport whose
+  // completing thread must not run engine code hands those parts over.
+  bool HasOnFinish() EXCLUDES(mu_);
 
  private:
   // Called by the part that was last: the outcome when no part failed.

@@ -7,7 +7,10 @@
 #include <dirent.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "integration/failure_fixture.h"
@@ -225,6 +228,38 @@ TEST_P(UcxFailure, AKilledTargetFailsTheCallInTimeAndANewTargetAtItsAddressWorks
   ASSERT_EQ(Transfer(hixl::WRITE, {{local_->addr() + 3, raddr + 5, (4u << 20) - 8}}, 5000), hixl::SUCCESS);
   EXPECT_EQ(again.HashOf(id, 5, (4u << 20) - 8), Hash(local_->data() + 3, (4u << 20) - 8));
   again.Stop();
+}
+
+// A relayed transfer (local memory not registered: it goes through a staging
+// buffer) to a frozen target times out like any other and never lands. The
+// caller's cancel closed the endpoint under the channel's endpoint lock and
+// waited for the plug-in's thread, which completed the cut round's batch and
+// ran the relay's round callback there; that cancelled the round and waited
+// for the same lock: the call never returned.
+TEST_P(UcxFailure, ATimedOutRelayedReadReturnsInTimeAndNeverLands) {
+  std::vector<uint8_t> dst(4u << 20, 0xee);
+  peer_.Kill(SIGSTOP);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto call = std::async(std::launch::async, [&] {
+    return Transfer(hixl::READ, {{reinterpret_cast<uintptr_t>(dst.data()), remote_addr_, dst.size()}}, 300);
+  });
+  if (call.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "a relayed READ to a frozen target had not returned 10 s after it began (deadline 300 ms)";
+    std::fflush(stdout);
+    std::_Exit(1);  // the hung call's thread cannot be joined
+  }
+  EXPECT_EQ(call.get(), hixl::TIMEOUT);
+  EXPECT_LT(SecondsSince(t0), 0.3 + 1.5 * kSlack);
+  peer_.Kill(SIGCONT);
+  // The cut READ never lands, not even once the target runs again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (uint8_t b : dst) ASSERT_EQ(b, 0xee) << "the timed-out READ wrote the caller's memory";
+  // The link goes on, relayed.
+  std::vector<uint8_t> src(2u << 20);
+  FillPattern(src.data(), src.size(), 79);
+  ASSERT_EQ(Transfer(hixl::WRITE, {{reinterpret_cast<uintptr_t>(src.data()), remote_addr_, src.size()}}, 5000),
+            hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(remote_id_, 0, src.size()), Hash(src.data(), src.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ucx, UcxFailure, UcxNets(), NetName);

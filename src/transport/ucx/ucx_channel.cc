@@ -175,7 +175,7 @@ void UcxChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
     if (st == HIXL_UCX_OK) return;
     HIXL_LOGE_RL("link to %s: UCX refused a batch of %zu pieces: %s", peer_.c_str(), n, api_->status_name(st));
   }
-  Complete(raw, FAILED);
+  Complete(raw, FAILED, /*on_plugin_thread=*/false);
 }
 
 void UcxChannel::OnDone(void *user, hixl_ucx_status_t status) {
@@ -184,10 +184,10 @@ void UcxChannel::OnDone(void *user, hixl_ucx_status_t status) {
     HIXL_LOGE_RL("link to %s: a ucx batch failed: %s", batch->channel->peer_.c_str(),
                  batch->channel->api_->status_name(status));
   }
-  batch->channel->Complete(batch, status == HIXL_UCX_OK ? SUCCESS : FAILED);
+  batch->channel->Complete(batch, status == HIXL_UCX_OK ? SUCCESS : FAILED, /*on_plugin_thread=*/true);
 }
 
-void UcxChannel::Complete(Batch *batch, Status s) {
+void UcxChannel::Complete(Batch *batch, Status s, bool on_plugin_thread) {
   std::unique_ptr<Batch> mine;
   std::vector<std::function<void()>> acks;
   {
@@ -201,8 +201,20 @@ void UcxChannel::Complete(Batch *batch, Status s) {
     }
   }
   // The batch's memory is no longer touched: its part ends (the caller may
-  // free its buffers), then the held answers go.
-  mine->done->PartDone(s);
+  // free its buffers), then the held answers go. What finishing a
+  // completion runs (an async request's release, a relay's round: its
+  // cancel, its next round) may call this channel and wait for the
+  // plug-in's thread, so there such a part ends on an I/O thread; a part
+  // that only wakes its waiting caller ends at once.
+  std::shared_ptr<Completion> done = std::move(mine->done);
+  if (on_plugin_thread && done->HasOnFinish()) {
+    post_([done, s, acks = std::move(acks)] {
+      done->PartDone(s);
+      for (const auto &a : acks) a();
+    });
+    return;
+  }
+  done->PartDone(s);
   for (auto &a : acks) post_(std::move(a));
 }
 
@@ -238,14 +250,20 @@ void UcxChannel::EndEndpoint(uint32_t flush_ms) {
   ep_.reset();
 }
 
-void UcxChannel::Cancel(const Completion *done) {
-  MutexLock lock(&ep_mu_);
-  {
-    MutexLock l(&mu_);
-    bool mine = false;
-    for (const auto &[raw, b] : inflight_) mine = mine || b->done.get() == done;
-    if (!mine) return;  // completed (or cut by an earlier Cancel) already
+bool UcxChannel::InFlight(const Completion *done) const {
+  MutexLock lock(&mu_);
+  for (const auto &[raw, b] : inflight_) {
+    if (b->done.get() == done) return true;
   }
+  return false;
+}
+
+void UcxChannel::Cancel(const Completion *done) {
+  // Nothing of it in flight (completed, or cut by an earlier Cancel): no
+  // wait for ep_mu_, which a Cancel closing the endpoint holds meanwhile.
+  if (!InFlight(done)) return;
+  MutexLock lock(&ep_mu_);
+  if (!InFlight(done)) return;  // it completed while we waited
   // UCX cannot take back single operations: the endpoint goes, with every
   // batch on it (they end FAILED), and the next Submit makes a new one.
   HIXL_LOGI("link to %s: cancelling a ucx batch closes its endpoint; the next batch makes a new one",

@@ -19,7 +19,9 @@
 // Locks: ep_mu_ (the endpoint, its keys; held across plug-in calls that
 // wait for the plug-in's thread, and never taken by its callbacks) before
 // mu_ (batches in flight and held acknowledgements; taken by callbacks,
-// never held across a plug-in call).
+// never held across a plug-in call). So that no callback reaches ep_mu_, a
+// batch whose completion runs engine code when it finishes (an async
+// request's release, a relay's round) ends on an I/O thread (Complete).
 #pragma once
 
 #include <atomic>
@@ -95,10 +97,13 @@ class UcxChannel final : public Channel {
   // Drops the keys whose table entries are gone.
   void SweepKeys() REQUIRES(ep_mu_);
   // Closes the endpoint (force after flush_ms): on return every batch on it
-  // had its callback.
+  // had its callback (UCX touches its memory no more; a part handed to an
+  // I/O thread by Complete may end a moment later).
   void EndEndpoint(uint32_t flush_ms) REQUIRES(ep_mu_);
   // The batch is over: its acknowledgements that waited only for it go.
-  void Complete(Batch *batch, Status s) EXCLUDES(mu_);
+  void Complete(Batch *batch, Status s, bool on_plugin_thread) EXCLUDES(mu_);
+  // Whether a batch of `done` is in flight.
+  bool InFlight(const Completion *done) const EXCLUDES(mu_);
 
   const hixl_ucx_api_t *const api_;
   hixl_ucx_context_t *const ctx_;
