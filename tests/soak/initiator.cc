@@ -46,10 +46,13 @@ constexpr int kAsyncTimeoutMs = 2000;
 // fetch the region table again).
 constexpr long long kDeregisterLimitMs = 10000;
 constexpr long long kTransferAsyncLimitMs = 2000;
-// Every other initiator is tcp only; the rest use shm to these same-host targets.
+// Per Args::transports: tcp only; the default (shm to these same-host
+// targets); ucx only.
 const char kConfigTcp[] =
     R"({"comm_resource_config.protocol_desc": ["tcp:host"], "async_transfer.timeout_ms": 2000, "heartbeat.interval_ms": 2000})";
 const char kConfigAny[] = R"({"async_transfer.timeout_ms": 2000, "heartbeat.interval_ms": 2000})";
+const char kConfigUcx[] =
+    R"({"comm_resource_config.protocol_desc": ["ucx:host"], "async_transfer.timeout_ms": 2000, "heartbeat.interval_ms": 2000})";
 
 // What a worker knows of one of its slots.
 struct Slot {
@@ -85,9 +88,10 @@ class Initiator {
 
   int Run() {
     ip_ = "127.0.0." + std::to_string(10 + a_.index);  // its own: ss -K can tell its links apart
+    const std::string &kind = TransportOf(a_, a_.index);
     std::map<hixl::AscendString, hixl::AscendString> options{
         {hixl::OPTION_AUTO_CONNECT, "1"},
-        {hixl::OPTION_GLOBAL_RESOURCE_CONFIG, a_.index % 2 == 0 ? kConfigTcp : kConfigAny}};
+        {hixl::OPTION_GLOBAL_RESOURCE_CONFIG, kind == "tcp" ? kConfigTcp : kind == "ucx" ? kConfigUcx : kConfigAny}};
     CallStart t0;
     hixl::Status s = engine_.Initialize(ip_.c_str(), options);
     deadlines_.Check("Initialize", t0, 0);
@@ -118,6 +122,7 @@ class Initiator {
     threads.emplace_back([&] { DropLoop(); });
     threads.emplace_back([&] {
       while (!gate_.stopped()) {
+        CheckTransports(kind);
         Say(Stat());
         for (int i = 0; i < 10 && !gate_.stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -352,6 +357,20 @@ class Initiator {
     return reached;
   }
 
+  // Each live link is on a transport its protocol_desc allows: tcp or
+  // ucx alone when that is all it names. Counted per look, per target.
+  void CheckTransports(const std::string &kind) {
+    for (const std::string &name : names_) {
+      hixl::AscendString on;
+      if (engine_.GetLinkTransport(name.c_str(), on) != hixl::SUCCESS) continue;
+      const std::string t = on.GetString();
+      ++(t == "tcp" ? on_tcp_ : t == "shm" ? on_shm_ : t == "ucx" ? on_ucx_ : on_other_);
+      if ((kind == "tcp" || kind == "ucx") && t != kind) {
+        Say("FAIL initiator " + std::to_string(a_.index) + " (" + kind + " only): its link to " + name + " is on " + t);
+      }
+    }
+  }
+
   std::string Stat() {
     return "STAT ok=" + std::to_string(ok_.load()) + " timeout=" + std::to_string(timeout_.load()) +
            " failed=" + std::to_string(failed_.load()) + " invalid=" + std::to_string(invalid_.load()) +
@@ -359,6 +378,8 @@ class Initiator {
            " verified_bytes=" + std::to_string(verified_bytes_.load()) + " unverified=" +
            std::to_string(unverified_.load()) + " disconnects=" + std::to_string(disconnects_.load()) +
            " kills=" + std::to_string(kills_.load()) + " drops_skipped=" + std::to_string(drops_skipped_.load()) +
+           " on_tcp=" + std::to_string(on_tcp_.load()) + " on_shm=" + std::to_string(on_shm_.load()) +
+           " on_ucx=" + std::to_string(on_ucx_.load()) + " on_other=" + std::to_string(on_other_.load()) +
            " " + deadlines_.Stat();
   }
 
@@ -375,6 +396,8 @@ class Initiator {
   std::atomic<long long> ok_{0}, timeout_{0}, failed_{0}, invalid_{0}, other_{0};
   std::atomic<long long> verified_{0}, verified_bytes_{0}, unverified_{0};
   std::atomic<long long> disconnects_{0}, kills_{0}, drops_skipped_{0};
+  // Looks at a live link that found it on each transport (CheckTransports).
+  std::atomic<long long> on_tcp_{0}, on_shm_{0}, on_ucx_{0}, on_other_{0};
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // hixl_soak: see soak.h. Usage:
 //   hixl_soak [--seconds N] [--targets N] [--initiators N] [--seed N] [--dir D]
-//             [--self-check 1]
+//             [--self-check 1] [--transports tcp,any,ucx]
 // (the orchestrator; the roles target and initiator are its children).
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -10,10 +10,27 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "soak/child.h"
 #include "soak/layout.h"
 #include "soak/soak.h"
+
+namespace soak {
+
+bool ParseTransports(const std::string &list, std::vector<std::string> *out) {
+  std::vector<std::string> got;
+  std::istringstream in(list);
+  for (std::string t; std::getline(in, t, ',');) {
+    if (t != "tcp" && t != "any" && t != "ucx") return false;
+    got.push_back(t);
+  }
+  if (got.empty()) return false;
+  *out = got;
+  return true;
+}
+
+}  // namespace soak
 
 int main(int argc, char **argv) {
   soak::Args a;
@@ -29,6 +46,12 @@ int main(int argc, char **argv) {
     else if (k == "--index") a.index = std::atoi(v.c_str());
     else if (k == "--incarnation") a.incarnation = std::atoi(v.c_str());
     else if (k == "--freezes") a.freezes = v;
+    else if (k == "--transports") {
+      if (!soak::ParseTransports(v, &a.transports)) {
+        std::fprintf(stderr, "hixl_soak: --transports takes a list of tcp, any, ucx, not '%s'\n", v.c_str());
+        return 2;
+      }
+    }
     else if (k == "--ports") {
       std::istringstream in(v);
       for (std::string p; std::getline(in, p, ',');) a.ports.push_back(std::atoi(p.c_str()));

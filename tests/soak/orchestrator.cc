@@ -43,6 +43,12 @@ namespace {
 // max(10 %, 8 MiB) above what it was at the second (after a first interval
 // of faults of every kind: allocator arenas, pools and caches have grown).
 constexpr long kFdSlack = 2;
+// A target's UCX worker holds sockets of its own per initiator of UCX's tcp
+// (one in each direction), and lets a vanished one's go only when it finds
+// the peer gone (seconds later): with ucx initiators the stable target's
+// fds are compared at the last checkpoint only, with a few more per ucx
+// initiator.
+constexpr long kUcxFdSlack = 4;
 constexpr double kRssSlackFraction = 0.10;
 constexpr long kRssSlackKiB = 8 << 10;
 
@@ -154,9 +160,12 @@ class Orchestrator {
     // Its log: this life's only (a stable one's is its whole run; one that
     // died unasked was kept and shown, see Reap).
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::string transports;
+    for (const std::string &t : a_.transports) transports += (transports.empty() ? "" : ",") + t;
     std::vector<std::string> args = {"/proc/self/exe", "--role", c.role, "--index", std::to_string(c.index),
                                      "--incarnation", std::to_string(c.incarnation), "--ports", ports_,
                                      "--seed", std::to_string(a_.seed), "--freezes", FreezesPath(a_.dir),
+                                     "--transports", transports,
                                      "--self-check",
                                      a_.self_check && c.role == "target" && c.index == 0 ? "1" : "0"};
     std::vector<char *> argv;
@@ -259,6 +268,29 @@ class Orchestrator {
     std::fflush(stdout);
   }
 
+  // With ucx initiators, UCX 1.13-1.19 aborts a target whose reply to an
+  // emulated get or put meets an endpoint that failed meanwhile (its
+  // initiator frozen or gone): `ucs_fatal("unexpected error: ...")` in
+  // ucp_request_try_send, or an assertion purging a pending wireup reply.
+  bool KnownUcxAbort(const Child &c) const {
+    if (!Asks(a_, "ucx")) return false;
+    std::ifstream in(LogPath(c));
+    for (std::string line; std::getline(in, line);) {
+      if ((line.find("ucp_request.inl") != std::string::npos &&
+           line.find("Fatal: unexpected error:") != std::string::npos) ||
+          line.find("got REP message") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  long UcxInitiators() const {
+    long n = 0;
+    for (int i = 0; i < a_.initiators; ++i) n += TransportOf(a_, i) == "ucx";
+    return n;
+  }
+
   // Folds a dead child's counters into the totals; a death not ours is a failure.
   void Reap(Child &c, bool wait) {
     if (c.pid < 0) return;
@@ -270,10 +302,20 @@ class Orchestrator {
       if (poll(&p, 1, 0) <= 0 || !ReadSome(c)) break;
     }
     if (!c.killed && !(WIFEXITED(status) && WEXITSTATUS(status) == 0 && quitting_)) {
-      Fail(c.name() + " died unasked: " +
-           (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
-                                : "exit status " + std::to_string(WEXITSTATUS(status))));
-      ShowDeath(c);
+      if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && KnownUcxAbort(c)) {
+        // Not ours (docs/ucx.md, known UCX defects): counted and shown, and
+        // the process restarts as if we had killed it.
+        ++ucx_aborts_;
+        if (c.stable) unstable_ = true;
+        std::printf("%s aborted in UCX (a known UCX defect of its emulated transports; docs/ucx.md)\n",
+                    c.name().c_str());
+        ShowDeath(c);
+      } else {
+        Fail(c.name() + " died unasked: " +
+             (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                  : "exit status " + std::to_string(WEXITSTATUS(status))));
+        ShowDeath(c);
+      }
     }
     for (auto &[k, v] : c.stat) {
       if (k == "max_over_ms") {
@@ -423,9 +465,14 @@ class Orchestrator {
       std::printf("\n");
     }
     std::printf("largest overrun of a deadline: %lld ms (allowed: 1000)\n", max_over_ms_);
+    if (ucx_aborts_ > 0) std::printf("processes aborted by UCX's known defect: %lld\n", ucx_aborts_);
     auto &init = totals_["initiator"];
     if (init["verified"] == 0) Fail("no slot was ever checked");
     if (init["ok"] == 0) Fail("no transfer succeeded");
+    // Each kind of initiator asked for reached its transport (any: shm, to these same-host targets).
+    for (const auto &[kind, on] : std::map<std::string, std::string>{{"tcp", "tcp"}, {"any", "shm"}, {"ucx", "ucx"}}) {
+      if (Asks(a_, kind) && init["on_" + on] == 0) Fail("no link was ever seen on " + on);
+    }
     if (a_.self_check) return SelfCheckVerdict();
     std::printf("%s: %zu failures\n", failures_.empty() ? "PASSED" : "FAILED", failures_.size());
     for (size_t i = 0; i < failures_.size() && i < 20; ++i) std::printf("  %s\n", failures_[i].c_str());
@@ -447,12 +494,21 @@ class Orchestrator {
   }
 
   void CheckFlat() {
+    if (unstable_) {
+      std::printf("fds and RSS not checked: a stable process aborted in UCX and started again\n");
+      return;
+    }
     if (samples_.size() < 3) return;
     const Sample &first = samples_.front(), &warm = samples_[1], &last = samples_.back();
     const char *who[2] = {"target 0", "initiator 0"};
     for (int k = 0; k < 2; ++k) {
+      // A target serving ucx initiators holds UCX's sockets of vanished
+      // ones for a while: its count is checked at the end only.
+      const bool ucx = k == 0 && UcxInitiators() > 0;
+      const long slack = kFdSlack + (ucx ? kUcxFdSlack * UcxInitiators() : 0);
       for (const Sample &s : samples_) {
-        if (std::abs(s.fds[k] - first.fds[k]) > kFdSlack) {
+        if (ucx && &s != &last) continue;
+        if (std::abs(s.fds[k] - first.fds[k]) > slack) {
           Fail(std::string(who[k]) + " held " + std::to_string(s.fds[k]) + " fds at " + std::to_string(int(s.at_s)) +
                " s, " + std::to_string(first.fds[k]) + " at the first checkpoint");
           break;
@@ -477,11 +533,43 @@ class Orchestrator {
   std::map<std::string, long long> kills_, froze_;
   uint64_t *freezes_ = nullptr;  // each child's freeze count, shared with it (freezes.h)
   long long max_over_ms_ = -1000000;
+  long long ucx_aborts_ = 0;  // deaths by UCX's known defect (KnownUcxAbort)
+  bool unstable_ = false;     // a stable process was one of them
   bool quitting_ = false;
 };
 
+// With ucx among the transports, every child loads the UCX plug-in: the
+// targets to offer ucx, the ucx initiators to use it. A setting of the
+// caller's own wins; by default UCX moves bytes over loopback tcp.
+bool PrepareUcx(const Args &a) {
+  if (!Asks(a, "ucx")) return true;
+#ifdef HIXL_SOAK_UCX_PLUGIN
+  setenv("HIXL_UCX_PLUGIN", HIXL_SOAK_UCX_PLUGIN, 0);
+#endif
+  if (std::getenv("HIXL_UCX_PLUGIN") == nullptr) {
+    std::fprintf(stderr, "hixl_soak: --transports names ucx, but this build has no UCX plug-in "
+                         "(set HIXL_UCX_PLUGIN)\n");
+    return false;
+  }
+  setenv("UCX_TLS", "tcp", 0);
+  setenv("UCX_NET_DEVICES", "lo", 0);
+#if defined(__SANITIZE_THREAD__)
+  setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);  // as the ucx tests under TSan
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 0);
+#endif
+#endif
+  std::printf("soak: ucx initiators; HIXL_UCX_PLUGIN=%s UCX_TLS=%s UCX_NET_DEVICES=%s\n",
+              std::getenv("HIXL_UCX_PLUGIN"), std::getenv("UCX_TLS"), std::getenv("UCX_NET_DEVICES"));
+  return true;
+}
+
 }  // namespace
 
-int RunOrchestrator(const Args &args) { return Orchestrator(args).Run(); }
+int RunOrchestrator(const Args &args) {
+  if (!PrepareUcx(args)) return 2;
+  return Orchestrator(args).Run();
+}
 
 }  // namespace soak

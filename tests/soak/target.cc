@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -34,11 +35,18 @@ class Target {
   int Run() {
     if (!MapRegions()) return 1;
     std::string me = "127.0.0.1:" + std::to_string(a_.ports.at(a_.index));
+    // With ucx initiators it offers ucx too: by default only a host with an
+    // RDMA device does.
+    std::map<hixl::AscendString, hixl::AscendString> options;
+    if (Asks(a_, "ucx")) {
+      options[hixl::OPTION_GLOBAL_RESOURCE_CONFIG] =
+          R"({"comm_resource_config.protocol_desc": ["tcp:host", "shm:host", "ucx:host"]})";
+    }
     hixl::Status s = hixl::FAILED;
     // The port of our previous life may linger for a moment.
     for (int i = 0; i < 50 && s != hixl::SUCCESS; ++i) {
       CallStart t0;
-      s = engine_.Initialize(me.c_str(), {});
+      s = engine_.Initialize(me.c_str(), options);
       deadlines_.Check("Initialize", t0, kLocalCallLimitMs);
       if (s != hixl::SUCCESS) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
