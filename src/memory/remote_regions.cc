@@ -33,11 +33,20 @@ RemoteTable::RemoteTable(std::vector<std::shared_ptr<const RemoteRegion>> region
   }
 }
 
-const RemoteRegion *RemoteTable::Find(uint64_t addr, uint64_t len) const {
-  size_t i = FindContaining(
+size_t RemoteTable::IndexOf(uint64_t addr, uint64_t len) const {
+  return FindContaining(
       regions_, max_end_, addr, len, [](const auto &r) { return r->range.addr; },
       [](const auto &r, uint64_t a, uint64_t n) { return r->Contains(a, n); });
+}
+
+const RemoteRegion *RemoteTable::Find(uint64_t addr, uint64_t len) const {
+  size_t i = IndexOf(addr, len);
   return i == SIZE_MAX ? nullptr : regions_[i].get();
+}
+
+std::shared_ptr<const RemoteRegion> RemoteTable::FindShared(uint64_t addr, uint64_t len) const {
+  size_t i = IndexOf(addr, len);
+  return i == SIZE_MAX ? nullptr : regions_[i];
 }
 
 RemoteRegions::RemoteRegions() : table_(std::make_shared<RemoteTable>()) {}

@@ -47,6 +47,9 @@ class RemoteTable {
   explicit RemoteTable(std::vector<std::shared_ptr<const RemoteRegion>> regions, bool sorted = false);
   // A region containing [addr, addr+len), or nullptr.
   const RemoteRegion *Find(uint64_t addr, uint64_t len) const;
+  // The same, shared: for a cache keyed by the entry, which must keep it
+  // alive (a new entry at the same address may say something else).
+  std::shared_ptr<const RemoteRegion> FindShared(uint64_t addr, uint64_t len) const;
 
  private:
   // Read through RemoteRegions only: a caller walking the list of a
@@ -55,6 +58,7 @@ class RemoteTable {
   // table; that happened twice.
   friend class RemoteRegions;
   const std::vector<std::shared_ptr<const RemoteRegion>> &regions() const { return regions_; }
+  size_t IndexOf(uint64_t addr, uint64_t len) const;  // SIZE_MAX: none
 
   std::vector<std::shared_ptr<const RemoteRegion>> regions_;  // by addr, then len
   std::vector<uint64_t> max_end_;                              // max end over regions_[0..i]
@@ -95,6 +99,10 @@ class RemoteRegions {
     Hold(const Hold &) = delete;
     Hold &operator=(const Hold &) = delete;
     bool Contains(uint64_t addr, uint64_t len) const { return table_->Find(addr, len) != nullptr; }
+    const RemoteRegion *Find(uint64_t addr, uint64_t len) const { return table_->Find(addr, len); }
+    std::shared_ptr<const RemoteRegion> FindShared(uint64_t addr, uint64_t len) const {
+      return table_->FindShared(addr, len);
+    }
 
    private:
     ReaderLock lock_;

@@ -21,6 +21,7 @@
 #include "integration/fixture.h"
 #include "integration/net_util.h"
 #include "support/region_entries.h"
+#include "transport/shm/shm_channel.h"
 #include "transport/shm/shm_transport.h"
 #include "wire/frame.h"
 #include "wire/messages.h"
@@ -439,15 +440,118 @@ TEST_F(NetnsTest, EnginesInAnotherNetworkNamespaceUseShm) {
   peer.Stop();
 }
 
+// The target's regions in a memfd sealed against shrinking (as
+// AllocateCache makes them) are mapped here and copied with memcpy: bytes
+// exact both ways, unaligned, across calls; the mapping goes before the
+// target's DeregisterMem returns, and the region is refused after it.
+class ShmMappedTest : public ShmTest {
+ protected:
+  void SetUp() override {
+    ShmTest::SetUp();
+    ASSERT_EQ(engine_.Initialize("127.0.0.1", {}), hixl::SUCCESS);
+    ASSERT_EQ(engine_.Connect(peer_.name().c_str(), 3000), hixl::SUCCESS);
+    hixl::AscendString transport;
+    ASSERT_EQ(engine_.GetLinkTransport(peer_.name().c_str(), transport), hixl::SUCCESS);
+    ASSERT_STREQ(transport.GetString(), "shm");
+  }
+  void TearDown() override { engine_.Finalize(); }
+  hixl::Status Transfer(hixl::TransferOp op, uintptr_t local, uintptr_t remote, size_t len) {
+    std::vector<hixl::TransferOpDesc> d{{local, remote, len}};
+    return engine_.TransferSync(peer_.name().c_str(), op, d, 5000);
+  }
+  // Whether this process maps a file named `name` (memfd_create's name).
+  static bool Maps(const std::string &name) { return Contains(ReadFile("/proc/self/maps"), name); }
+  hixl::Hixl engine_;
+};
+
+TEST_F(ShmMappedTest, SealedMemfdRegionsAreCopiedWithMemcpy) {
+  constexpr size_t kLen = 8u << 20;
+  size_t id = 0;
+  uintptr_t handle = 0;
+  const uintptr_t raddr = peer_.AllocRegistered(kLen, &id, &handle, "memfd");
+  ASSERT_NE(raddr, 0u);
+  LocalBuffer out(kLen), in(kLen);
+  RegisterWith(engine_, out);
+  RegisterWith(engine_, in);
+  FillPattern(out.data(), kLen, 11);
+  const uint64_t before = hixl::shm::ShmChannel::MappedBytesForTest();
+
+  ASSERT_EQ(Transfer(hixl::WRITE, out.addr(), raddr, kLen), hixl::SUCCESS);
+  EXPECT_EQ(peer_.HashOf(id, 0, kLen), Hash(out.data(), kLen));
+  // Unaligned on both sides, then read back elsewhere.
+  constexpr size_t kOdd = (1u << 20) + 3;
+  FillPattern(out.data() + 1, kOdd, 12);
+  ASSERT_EQ(Transfer(hixl::WRITE, out.addr() + 1, raddr + 4097, kOdd), hixl::SUCCESS);
+  ASSERT_EQ(Transfer(hixl::READ, in.addr() + 5, raddr + 4097, kOdd), hixl::SUCCESS);
+  EXPECT_EQ(std::memcmp(in.data() + 5, out.data() + 1, kOdd), 0);
+  ASSERT_EQ(Transfer(hixl::READ, in.addr(), raddr, kLen), hixl::SUCCESS);
+  EXPECT_EQ(Hash(in.data(), kLen), peer_.HashOf(id, 0, kLen));
+  EXPECT_EQ(hixl::shm::ShmChannel::MappedBytesForTest() - before, 2 * kLen + 2 * kOdd)
+      << "every byte should have moved through the mapping";
+  EXPECT_TRUE(Maps("hixl-test-region"));
+
+  // Deregistered: unmapped here before DeregisterMem returned there, and
+  // refused from then on.
+  ASSERT_EQ(peer_.Command("DEREG " + std::to_string(handle)), "OK");
+  EXPECT_FALSE(Maps("hixl-test-region")) << "the target's file is still mapped after its region went";
+  EXPECT_EQ(Transfer(hixl::WRITE, out.addr(), raddr, 4096), hixl::PARAM_INVALID);
+}
+
+// Where a peer could not rely on the file (not sealed: it could shrink under
+// the mapping, and the next copy fault) or the region is small, copies go
+// through process_vm_* as for any memory, byte-exact all the same.
+TEST_F(ShmMappedTest, UnsealedOrSmallRegionsAreCopiedByTheKernel) {
+  const size_t lens[] = {2u << 20, 512u << 10};
+  const char *kinds[] = {"memfd-unsealed", "memfd"};
+  const uint64_t before = hixl::shm::ShmChannel::MappedBytesForTest();
+  for (int i = 0; i < 2; ++i) {
+    size_t id = 0;
+    const uintptr_t raddr = peer_.AllocRegistered(lens[i], &id, nullptr, kinds[i]);
+    ASSERT_NE(raddr, 0u);
+    LocalBuffer buf(lens[i]);
+    RegisterWith(engine_, buf);
+    FillPattern(buf.data(), lens[i], 20 + i);
+    ASSERT_EQ(Transfer(hixl::WRITE, buf.addr(), raddr, lens[i]), hixl::SUCCESS) << kinds[i];
+    EXPECT_EQ(peer_.HashOf(id, 0, lens[i]), Hash(buf.data(), lens[i])) << kinds[i];
+  }
+  EXPECT_EQ(hixl::shm::ShmChannel::MappedBytesForTest(), before);
+  EXPECT_FALSE(Maps("hixl-test-region"));
+}
+
+// A read-only mapping of a sealed memfd is not offered for mapping: ours
+// would be writable, where a WRITE into memory the target may not write must
+// fail (docs/API.md, RegisterMem). READs go through the kernel's copy.
+TEST_F(ShmMappedTest, AReadOnlyMappingIsNotMapped) {
+  constexpr size_t kLen = 2u << 20;
+  auto w = Words(peer_.Command("ALLOC " + std::to_string(kLen) + " memfd"));
+  ASSERT_EQ(w.size(), 3u);
+  ASSERT_EQ(peer_.Command("FILL " + w[1] + " 31"), "OK");
+  ASSERT_EQ(peer_.Command("PROTECT " + w[1] + " 0 " + std::to_string(kLen) + " r"), "OK");
+  ASSERT_EQ(Words(peer_.Command("REG " + w[1]))[0], "OK");
+  const uintptr_t raddr = std::stoull(w[2]);
+  LocalBuffer buf(kLen);
+  RegisterWith(engine_, buf);
+  const uint64_t before = hixl::shm::ShmChannel::MappedBytesForTest();
+  ASSERT_EQ(Transfer(hixl::READ, buf.addr(), raddr, kLen), hixl::SUCCESS);
+  EXPECT_EQ(Hash(buf.data(), kLen), peer_.HashOf(std::stoul(w[1]), 0, kLen));
+  EXPECT_EQ(Transfer(hixl::WRITE, buf.addr(), raddr, kLen), hixl::FAILED);
+  EXPECT_EQ(hixl::shm::ShmChannel::MappedBytesForTest(), before);
+  EXPECT_FALSE(Maps("hixl-test-region"));
+}
+
 // Writers keep writing into a region while the target deregisters it: once
 // DeregisterMem has returned, the memory does not change any more.
-class RevokeTest : public PeerTest {};
+class RevokeTest : public PeerTest {
+ protected:
+  void WritersRaceDeregisterMem(const std::string &kind);
+};
 
-TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) {
+// `kind`: the memory the target registers (PeerProcess::AllocRegistered).
+void RevokeTest::WritersRaceDeregisterMem(const std::string &kind) {
   size_t id = 0;
   uintptr_t handle = 0;
   constexpr size_t kLen = 4u << 20;
-  uintptr_t raddr = peer_.AllocRegistered(kLen, &id, &handle);
+  uintptr_t raddr = peer_.AllocRegistered(kLen, &id, &handle, kind);
   ASSERT_NE(raddr, 0u);
   ASSERT_EQ(Connect(), hixl::SUCCESS);
   LocalBuffer local(kLen);
@@ -486,6 +590,12 @@ TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) {
   EXPECT_EQ(refused.load(), 2) << "each writer should end on PARAM_INVALID";
   EXPECT_EQ(other.load(), 0);
 }
+
+TEST_P(RevokeTest, NoByteLandsAfterDeregisterMemReturns) { WritersRaceDeregisterMem(""); }
+
+// The same into a sealed memfd, which a peer over shm maps and copies into
+// with memcpy: the mapping is checked under the same hold.
+TEST_P(RevokeTest, NoByteLandsInAMappedRegionAfterDeregisterMemReturns) { WritersRaceDeregisterMem("memfd"); }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, RevokeTest, AllNets(), NetName);
 #ifdef HIXL_TEST_UCX

@@ -1,7 +1,11 @@
 // hixl_test_peer: a second process for the integration tests. It runs one
 // engine and obeys line commands on stdin, answering one line on stdout:
 //
-//   ALLOC <len>              -> OK <id> <addr>        (mmap'ed, zero-filled)
+//   ALLOC <len> [memfd|memfd-unsealed]
+//                            -> OK <id> <addr>        (mmap'ed, zero-filled;
+//                               memfd: MAP_SHARED from a memfd sealed
+//                               against shrinking, as AllocateCache's, or
+//                               from one not sealed)
 //   DALLOC <len>             -> OK <id> <addr> | ERR <why>: GPU memory
 //                               (cuMemAlloc); REG registers it as MEM_DEVICE,
 //                               FILL and HASH copy through the driver
@@ -37,6 +41,7 @@
 // "auto4"/"auto6" pick a free loopback port. Prints "READY <engine name>".
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -156,8 +161,19 @@ int main(int argc, char **argv) {
     in >> cmd;
     if (cmd == "ALLOC") {
       size_t len = 0;
-      in >> len;
-      void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      std::string kind;
+      in >> len >> kind;
+      void *p = MAP_FAILED;
+      if (kind.empty()) {
+        p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      } else {
+        // The fd stays open (the engine looks for it), for the process's life.
+        const int fd = memfd_create("hixl-test-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd >= 0 && ftruncate(fd, static_cast<off_t>(len)) == 0 &&
+            (kind != "memfd" || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0)) {
+          p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        }
+      }
       if (p == MAP_FAILED) {
         Reply("ERR mmap");
         continue;

@@ -117,8 +117,8 @@ std::string PeerProcess::ReadLine(int timeout_ms) {
   }
 }
 
-uintptr_t PeerProcess::AllocRegistered(size_t len, size_t *id, uintptr_t *handle) {
-  auto w = Words(Command("ALLOC " + std::to_string(len)));
+uintptr_t PeerProcess::AllocRegistered(size_t len, size_t *id, uintptr_t *handle, const std::string &kind) {
+  auto w = Words(Command("ALLOC " + std::to_string(len) + (kind.empty() ? "" : " " + kind)));
   if (w.size() != 3 || w[0] != "OK") return 0;
   *id = std::stoul(w[1]);
   uintptr_t addr = std::stoull(w[2]);

@@ -35,8 +35,9 @@ class PeerProcess {
   // The two halves of Command, for commands to several peers at once.
   bool Send(const std::string &cmd);
   std::string ReadLine(int timeout_ms = 30000);
-  // Convenience: ALLOC + optional REG; returns the buffer's address.
-  uintptr_t AllocRegistered(size_t len, size_t *id, uintptr_t *handle = nullptr);
+  // Convenience: ALLOC + REG; returns the buffer's address. `kind`: ALLOC's
+  // second word ("memfd"...), none for anonymous memory.
+  uintptr_t AllocRegistered(size_t len, size_t *id, uintptr_t *handle = nullptr, const std::string &kind = "");
   uint64_t HashOf(size_t id, size_t off, size_t len);
   void Kill(int sig);
   // QUIT, then wait for exit (SIGKILL after timeout_ms).

@@ -12,6 +12,7 @@
 
 #include "common/fork_fds.h"
 #include "common/log.h"
+#include "transport/shm/shm_transport.h"
 
 namespace hixl::shm {
 namespace {
@@ -26,6 +27,8 @@ constexpr size_t kMaxBytesPerCall = 8u << 20;
 // split costs more than it saves.
 constexpr size_t kSplitBytes = 1u << 20;
 constexpr size_t kMaxShares = 4;
+
+std::atomic<uint64_t> g_mapped_bytes{0};  // MappedBytesForTest
 
 // Cuts `pieces` into `shares` runs of about equal bytes.
 std::vector<std::vector<Piece>> Split(const Piece *pieces, size_t n, size_t shares, size_t total) {
@@ -211,18 +214,25 @@ Status ShmChannel::Core::Copy(Job &job) {
     // Gather one syscall's worth; remote ranges are checked under the hold,
     // and so is the link: a link that closes waits for holds before its
     // socket closes (LinkParams::before_close), since the target takes the
-    // end of the stream as the end of our copies.
+    // end of the stream as the end of our copies. Pieces in a mapped region
+    // are copied at once (and count towards the same bound).
     RemoteRegions::Hold hold(*regions);
     if (!TargetAlive()) {
       HIXL_LOGE("shm to pid %d: the target is gone (or the link closed)", static_cast<int>(pid));
       return FAILED;
     }
+    // The last region looked up under this hold (its entry cannot change
+    // while the hold lives) and its mapping.
+    const RemoteRegion *last = nullptr;
+    std::shared_ptr<PeerMapping> map;
     size_t n = 0;
     size_t bytes = 0;
+    uint64_t mapped = 0;
     while (piece < job.pieces.size() && n < kMaxIov && bytes < kMaxBytesPerCall) {
       const Piece &p = job.pieces[piece];
       size_t take = std::min(p.len - offset, kMaxBytesPerCall - bytes);
-      if (!hold.Contains(p.remote + offset, take)) {
+      const RemoteRegion *r = hold.Find(p.remote + offset, take);
+      if (r == nullptr) {
         // Deregistered since the batch was checked: earlier parts of it may
         // have moved already, so this is a failure, not PARAM_INVALID
         // (which promises that nothing moved).
@@ -230,9 +240,20 @@ Status ShmChannel::Core::Copy(Job &job) {
                   static_cast<int>(pid), p.remote + offset, take);
         return FAILED;
       }
-      local[n] = {reinterpret_cast<void *>(p.local + offset), take};
-      remote[n] = {reinterpret_cast<void *>(p.remote + offset), take};
-      ++n;
+      if (r != last) {
+        map = r->sections.empty() ? nullptr : MappingFor(hold, r, p.remote + offset, take);
+        last = r;
+      }
+      if (map != nullptr) {
+        uint8_t *there = map->base() + (p.remote + offset - r->range.addr);
+        auto *here = reinterpret_cast<uint8_t *>(p.local + offset);
+        std::memcpy(job.is_write ? there : here, job.is_write ? here : there, take);
+        mapped += take;
+      } else {
+        local[n] = {reinterpret_cast<void *>(p.local + offset), take};
+        remote[n] = {reinterpret_cast<void *>(p.remote + offset), take};
+        ++n;
+      }
       bytes += take;
       offset += take;
       if (offset == p.len) {
@@ -240,18 +261,65 @@ Status ShmChannel::Core::Copy(Job &job) {
         offset = 0;
       }
     }
+    if (mapped != 0) g_mapped_bytes.fetch_add(mapped, std::memory_order_relaxed);
+    if (n == 0) continue;
+    size_t want = 0;
+    for (size_t i = 0; i < n; ++i) want += local[i].iov_len;
     ssize_t done = job.is_write ? process_vm_writev(pid, local, n, remote, n, 0)
                                 : process_vm_readv(pid, local, n, remote, n, 0);
-    if (done != static_cast<ssize_t>(bytes)) {
+    if (done != static_cast<ssize_t>(want)) {
       // A short copy means a fault part-way: memory unmapped on one side.
       HIXL_LOGE("shm to pid %d: %s moved %zd of %zu bytes: %s", static_cast<int>(pid),
-                job.is_write ? "process_vm_writev" : "process_vm_readv", done, bytes,
+                job.is_write ? "process_vm_writev" : "process_vm_readv", done, want,
                 done < 0 ? std::strerror(errno) : "memory not mapped");
       return FAILED;
     }
   }
   return SUCCESS;
 }
+
+std::shared_ptr<PeerMapping> ShmChannel::Core::MappingFor(const RemoteRegions::Hold &hold, const RemoteRegion *region,
+                                                          uint64_t addr, uint64_t len) {
+  MutexLock lock(&maps_mu);
+  auto it = maps.find(region);
+  if (it != maps.end()) return it->second.map;
+  SharedFile f;
+  const std::vector<uint8_t> *section = wire::FindSection(region->sections, kWireId);
+  if (section == nullptr || !DecodeSharedFile(*section, &f)) return nullptr;  // nothing to map: not listed
+  // Drop what the table no longer holds (a table replaced since, or a
+  // revocation whose hook ran before the entry was added).
+  for (auto e = maps.begin(); e != maps.end();) {
+    const auto &r = e->second.region->range;
+    e = hold.Find(r.addr, r.len) == e->first ? std::next(e) : maps.erase(e);
+  }
+  std::string why;
+  std::shared_ptr<PeerMapping> map = PeerMapping::Map(pidfd, f, region->range.len, &why);
+  if (map == nullptr) {
+    HIXL_LOGW_RL("shm to pid %d: region 0x%" PRIx64 "+%" PRIu64 " lives in a file, which cannot be mapped here (%s); "
+                 "it is copied with process_vm_*",
+                 static_cast<int>(pid), region->range.addr, region->range.len, why.c_str());
+  } else {
+    HIXL_LOGD("shm to pid %d: region 0x%" PRIx64 "+%" PRIu64 " mapped: copies are memcpy", static_cast<int>(pid),
+              region->range.addr, region->range.len);
+  }
+  maps[region] = {hold.FindShared(addr, len), map};
+  return map;
+}
+
+void ShmChannel::BeforeRevokeAck(const wire::RegionInfo &region, std::function<void()> ack) {
+  {
+    // The table no longer holds the region and no copy under a hold from
+    // before is alive (Revoke waited for them): nothing uses its mapping.
+    MutexLock lock(&core_->maps_mu);
+    for (auto e = core_->maps.begin(); e != core_->maps.end();) {
+      const auto &r = e->second.region->range;
+      e = r.addr == region.addr && r.len == region.len ? core_->maps.erase(e) : std::next(e);
+    }
+  }
+  ack();
+}
+
+uint64_t ShmChannel::MappedBytesForTest() { return g_mapped_bytes.load(); }
 
 void ShmChannel::Cancel(const Completion *done) { core_->Cancel(done); }
 

@@ -3,6 +3,9 @@
 // buffers and the target's registered memory: one copy, many segments per
 // syscall, and the target's CPU does nothing.
 //
+// A region of the target's that lives in a sealed memfd (shared_file.h) is
+// mapped here on first use and copied with memcpy instead.
+//
 // The kernel checks nothing about registration, so this side does, against
 // the target's region table (RemoteRegions), for every syscall's worth of
 // segments and under a Hold: a region the target revokes is never written
@@ -16,11 +19,13 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/mutex.h"
 #include "memory/remote_regions.h"
 #include "transport/channel.h"
+#include "transport/shm/shared_file.h"
 #include "common/io_worker.h"
 
 namespace hixl::shm {
@@ -62,6 +67,12 @@ class ShmChannel : public Channel {
   // before each copy: this runs on every call).
   bool broken() const override;
   bool idle() const override;
+  // Unmaps the region if it was mapped: no copy can reach it any more.
+  void BeforeRevokeAck(const wire::RegionInfo &region, std::function<void()> ack) override;
+
+  // How many bytes this process copied with memcpy through mappings of
+  // peers' regions, over all channels (tests).
+  static uint64_t MappedBytesForTest();
 
  private:
   // Set before the job is listed, constant after (but `claimed` and what
@@ -89,6 +100,19 @@ class ShmChannel : public Channel {
     const RemoteRegions *regions;
     std::function<bool()> alive;
     std::atomic<bool> closed{false};
+    // The target's regions that live in a file we could map, by their
+    // entry, which the map keeps alive: while listed, no other entry can
+    // have its address (a later one at the same range may name another
+    // file). A null mapping: tried and failed, copied with process_vm_*.
+    // Entries go when their region is revoked (BeforeRevokeAck), or when
+    // a new one is added and theirs is no longer in the table.
+    struct Mapped {
+      std::shared_ptr<const RemoteRegion> region;
+      std::shared_ptr<PeerMapping> map;
+    };
+    // Taken under a Hold (after job.mu), never the other way round.
+    Mutex maps_mu;
+    std::unordered_map<const RemoteRegion *, Mapped> maps GUARDED_BY(maps_mu);
     // Guards the list of jobs only; held briefly, never during a copy or a
     // callback.
     mutable Mutex mu;
@@ -102,6 +126,11 @@ class ShmChannel : public Channel {
     Status Copy(Job &job) EXCLUDES(job.mu);
     bool TargetAlive() const;
     void Cancel(const Completion *done) EXCLUDES(mu);
+    // Where `region` (found under `hold`) is mapped here, or nullptr: it
+    // names no file, or mapping it failed. Maps it on first use.
+    // (`addr`, `len`: the piece it was found for.)
+    std::shared_ptr<PeerMapping> MappingFor(const RemoteRegions::Hold &hold, const RemoteRegion *region,
+                                            uint64_t addr, uint64_t len) EXCLUDES(maps_mu);
   };
 
   std::shared_ptr<Core> core_;

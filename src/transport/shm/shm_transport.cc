@@ -8,6 +8,8 @@
 #include "common/fork_fds.h"
 #include "common/log.h"
 #include "control/control_link.h"
+#include "memory/registry.h"
+#include "transport/shm/shared_file.h"
 #include "transport/shm/shm_channel.h"
 #include "transport/shm/socket_owner.h"
 #include "wire/codec.h"
@@ -45,6 +47,28 @@ ShmTransport::~ShmTransport() { Stop(); }
 
 void ShmTransport::Stop() {
   for (auto &w : copy_workers_) w->Stop();
+}
+
+Status ShmTransport::OnRegister(Region &region) {
+  if (region.memory->wire_kind() != wire::MemKind::kHost || region.len < kSharedFileMinBytes) return SUCCESS;
+  std::string why;
+  SharedFile f = FindSharedFile(region.addr, region.len, &why);
+  if (f.fd < 0) {
+    HIXL_LOGD("RegisterMem 0x%zx+%zu: peers on this host copy with process_vm_*: %s",
+              static_cast<size_t>(region.addr), region.len, why.c_str());
+    return SUCCESS;
+  }
+  HIXL_LOGI("RegisterMem 0x%zx+%zu: lives in a sealed file (fd %d here, offset %llu): peers on this host map it",
+            static_cast<size_t>(region.addr), region.len, f.fd, static_cast<unsigned long long>(f.offset));
+  std::vector<uint8_t> section;
+  EncodeSharedFile(f, &section);
+  region.sections.push_back({kWireId, std::move(section)});
+  // Our duplicate of the fd, so that its number names the file as long as
+  // the region is registered; closed with the region (and in a fork's
+  // child, like every fd we keep: fork_fds.h).
+  const int fd = f.fd;
+  region.transport_state.emplace_back(kWireId, std::shared_ptr<void>(nullptr, [fd](void *) { CloseKeptFd(fd); }));
+  return SUCCESS;
 }
 
 bool ShmTransport::SameKernel(const wire::HostIdentity &other) const {

@@ -46,6 +46,10 @@ class ShmTransport final : public Transport {
   bool CanReach(const PeerView &peer, MemKinds kinds, std::string *why) override;
   Status Connect(const PeerView &peer, const LinkSetup &link, Deadline deadline, std::unique_ptr<Channel> *out,
                  std::string *why) override;
+  // A host region that lives in a sealed memfd (shared_file.h) gets a
+  // section naming the file, which a peer on this host maps; the fd named
+  // stays open until the region is gone.
+  Status OnRegister(Region &region) override;
   void Stop() override;
 
  private:
