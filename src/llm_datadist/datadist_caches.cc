@@ -243,13 +243,12 @@ Status LlmDataDist::LlmDataDistImpl::AllocateCache(const CacheDesc &desc, const 
   }
   if (!ToTableKeys("AllocateCache", keys, local.geo.units, &local.keys)) return LLM_PARAM_INVALID;
   // The tensors back to back in one mapping: whole-cache transfers are one descriptor.
-  local.alloc_len = static_cast<size_t>(local.geo.tensor_bytes * desc.num_tensors);
-  void *p = mmap(nullptr, local.alloc_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    LLM_LOGE("AllocateCache: cannot map %zu bytes: %s", local.alloc_len, std::strerror(errno));
+  const auto alloc_len = static_cast<size_t>(local.geo.tensor_bytes * desc.num_tensors);
+  if (!MapHostCache(alloc_len, &local.alloc)) {
+    LLM_LOGE("AllocateCache: cannot map %zu bytes: %s", alloc_len, std::strerror(errno));
     return LLM_OUT_OF_MEMORY;
   }
-  local.alloc_base = p;
+  void *p = local.alloc.base;
   local.desc.placement = desc.placement;
   local.desc.num_tensors = desc.num_tensors;
   local.desc.data_type = desc.data_type;
@@ -259,10 +258,10 @@ Status LlmDataDist::LlmDataDistImpl::AllocateCache(const CacheDesc &desc, const 
   }
   int64_t id = -1;
   const std::vector<uint64_t> addrs = local.addrs;
-  const size_t len = local.alloc_len;
+  HostCacheMemory alloc = local.alloc;
   Status s = AddCache(std::move(local), id);
   if (s != LLM_SUCCESS) {
-    munmap(p, len);
+    UnmapHostCache(&alloc);
     return s;
   }
   cache.cache_id = id;
@@ -296,7 +295,7 @@ Status LlmDataDist::LlmDataDistImpl::DropCache(const char *call, int64_t cache_i
       LLM_LOGI("%s: cache %" PRId64 " does not exist (released already?)", call, cache_id);
       return LLM_SUCCESS;
     }
-    if ((it->second.alloc_base != nullptr) != allocated) {
+    if ((it->second.alloc.base != nullptr) != allocated) {
       LLM_LOGE("%s: cache %" PRId64 " was %s; release it with %s", call, cache_id,
                allocated ? "registered" : "allocated", allocated ? "UnregisterKvCache" : "DeallocateCache");
       return LLM_PARAM_INVALID;
@@ -324,7 +323,7 @@ Status LlmDataDist::LlmDataDistImpl::DropCache(const char *call, int64_t cache_i
       result = LLM_FAILED;
     }
   }
-  if (gone.alloc_base != nullptr && result == LLM_SUCCESS) munmap(gone.alloc_base, gone.alloc_len);
+  if (result == LLM_SUCCESS) UnmapHostCache(&gone.alloc);
   return result;
 }
 

@@ -121,7 +121,7 @@ void LlmDataDist::LlmDataDistImpl::Finalize() {
   link_busy_.clear();
   ranges_.clear();
   for (auto &kv : caches_) {
-    if (kv.second.alloc_base != nullptr) munmap(kv.second.alloc_base, kv.second.alloc_len);
+    UnmapHostCache(&kv.second.alloc);
   }
   caches_.clear();
   munmap(table_, kTableMapBytes);

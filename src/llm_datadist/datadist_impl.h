@@ -27,6 +27,7 @@
 
 #include "cache_table.h"
 #include "dtype_size.h"
+#include "host_cache_memory.h"
 #include "hixl/hixl.h"
 #include "llm_datadist/llm_datadist.h"
 #include "options.h"
@@ -43,8 +44,7 @@ struct LocalCache {
   std::vector<uint64_t> addrs;
   std::vector<TableKey> keys;
   std::vector<std::pair<uint64_t, uint64_t>> regions;  // (addr, len) registered for it
-  void *alloc_base = nullptr;                          // AllocateCache's memory
-  size_t alloc_len = 0;
+  HostCacheMemory alloc;                               // AllocateCache's memory (base null: none)
 };
 
 // A linked peer.

@@ -186,14 +186,17 @@ TEST_P(KvTransferTest, CachesFoundByBlocksKeyAndRequestKey) {
             ld::LLM_KV_CACHE_NOT_EXIST);
 }
 
+// 2 MiB a side: over shm the peer's cache (a sealed memfd) is mapped here
+// and read with memcpy (regions of 1 MiB and more are).
 TEST_P(KvTransferTest, AllocatedCachesOnBothSides) {
-  const int64_t remote = PeerCache("4 27 " + std::to_string(kPeerSeed) + " 32,256", "ALLOC");
+  constexpr size_t kRow = 8192;  // BF16 elements: a block (one row) of 16 KiB
+  const int64_t remote = PeerCache("4 27 " + std::to_string(kPeerSeed) + " 32," + std::to_string(kRow), "ALLOC");
   ASSERT_GT(remote, 0);
   ld::CacheDesc desc{};
   desc.placement = ld::CachePlacement::kHost;
   desc.num_tensors = 4;
   desc.data_type = ld::DT_BF16;
-  desc.shape = {32, 256};
+  desc.shape = {32, kRow};
   ld::Cache mine;
   ASSERT_EQ(dd_.AllocateCache(desc, mine), ld::LLM_SUCCESS);
   ASSERT_EQ(mine.tensor_addrs.size(), 4u);
@@ -201,8 +204,8 @@ TEST_P(KvTransferTest, AllocatedCachesOnBothSides) {
   const auto src = RandomBlocks(12, 32, 10), dst = RandomBlocks(12, 32, 11);
   ASSERT_EQ(dd_.PullKvBlocks(PeerIndex(remote), mine, src, dst), ld::LLM_SUCCESS);
   std::vector<uint64_t> addrs(mine.tensor_addrs.begin(), mine.tensor_addrs.end());
-  EXPECT_EQ(DigestUnits(addrs, 0, 4, 512, dst),
-            ExpectedDigest(kPeerSeed, 0, 4, 512, src, [](size_t t) { return t; }, [&](size_t k) { return src[k]; }));
+  EXPECT_EQ(DigestUnits(addrs, 0, 4, kRow * 2, dst),
+            ExpectedDigest(kPeerSeed, 0, 4, kRow * 2, src, [](size_t t) { return t; }, [&](size_t k) { return src[k]; }));
   EXPECT_EQ(dd_.DeallocateCache(mine.cache_id), ld::LLM_SUCCESS);
   EXPECT_EQ(dd_.DeallocateCache(mine.cache_id), ld::LLM_SUCCESS);  // gone already: nothing to do
   EXPECT_EQ(peer_.Command("DEALLOC " + std::to_string(remote)), "OK");
