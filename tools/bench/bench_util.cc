@@ -140,6 +140,18 @@ void *AllocBuffer(size_t len) {
   return p;
 }
 
+void *AllocMemfdBuffer(size_t len) {
+  const int fd = memfd_create("hixl-bench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(len)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    return nullptr;
+  }
+  void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return nullptr;
+  std::memset(p, 0x5a, len);
+  return p;
+}
+
 void FreeBuffer(void *p, size_t len) {
   if (p != nullptr) munmap(p, len);
 }

@@ -31,6 +31,9 @@ double RunParallel(int n, const std::function<bool(int)> &fn);
 
 // Page-aligned, pre-faulted memory of `len` bytes (munmap'ed by FreeBuffer).
 void *AllocBuffer(size_t len);
+// The same from a memfd sealed against shrinking, mapped MAP_SHARED (its fd
+// stays open for the process's life: the engine finds the file by it).
+void *AllocMemfdBuffer(size_t len);
 void FreeBuffer(void *p, size_t len);
 
 // A free TCP port on the loopback address of `family` (AF_INET / AF_INET6).

@@ -49,6 +49,10 @@ struct BenchConfig {
   int streams = 0;                       // tcp.streams_per_link; 0: the engine's default
   std::string auth_key_file;             // auth.key_file of every engine; empty: none (or HIXL_AUTH_KEY_FILE)
   bool no_baseline = false;
+  // The target's buffer is a memfd sealed against shrinking, as
+  // LLM-DataDist's AllocateCache makes it: over shm the initiator maps it
+  // and copies with memcpy.
+  bool target_memfd = false;
 
   // --suite: the preset sweep (suite.cc); these lists are its extra points
   // and are replaced by --batch, --threads and --depth when given.

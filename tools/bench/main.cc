@@ -129,6 +129,8 @@ int main(int argc, char **argv) {
                "The preset sweep: blocks 4K..64M x read/write x sync, batch/thread/async sweeps, 64 B latency, "
                "connect latency, transports tcp,shm");
   app.add_option("--threads", f.threads, "Initiator threads sharing one engine and link, comma-separated");
+  app.add_flag("--memfd", cfg.target_memfd,
+               "The target's buffer is a sealed memfd (as AllocateCache's): over shm the initiator maps it");
   app.add_flag("--async", f.async, "TransferAsync with --depth requests in flight, polled with GetTransferStatus");
   app.add_option("--depth", f.depth, "Async requests in flight per thread, comma-separated (default 16)");
   app.add_flag("--latency", cfg.latency, "Single small TransferSync calls against a TCP ping-pong: p50/p99");

@@ -59,7 +59,7 @@ int RunTarget(const BenchConfig &cfg) {
     std::fprintf(stderr, "target: Initialize %s failed\n", cfg.local.c_str());
     return 1;
   }
-  void *buf = AllocBuffer(cfg.total_size);
+  void *buf = cfg.target_memfd ? AllocMemfdBuffer(cfg.total_size) : AllocBuffer(cfg.total_size);
   hixl::MemDesc d{};
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = cfg.total_size;
@@ -108,6 +108,7 @@ int RunDemo(const BenchConfig &cfg) {
   for (const auto &t : cfg.transports) transports += (transports.empty() ? "" : ",") + t;
   std::vector<std::string> args = {"--role", "target", "--local", target_name, "--total-size",
                                    std::to_string(cfg.total_size), "--transport", transports};
+  if (cfg.target_memfd) args.push_back("--memfd");
   if (!cfg.auth_key_file.empty()) args.insert(args.end(), {"--auth-key-file", cfg.auth_key_file});
   if (!SpawnSelf(args, &target) ||
       !ReadLineWithPrefix(target, "READY target ", 10000, &line)) {
