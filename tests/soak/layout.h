@@ -8,6 +8,7 @@
 // initiator uses the other set, so bytes a killed life left on the wire
 // never land in slots the new life checks). The last kGuard bytes of every
 // slot are never written by anyone; the target checks them, and the header.
+// Odd regions live in sealed memfds, which initiators over shm map.
 #pragma once
 
 #include <cstddef>

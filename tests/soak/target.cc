@@ -2,6 +2,7 @@
 // layout.h, registers them, and until told to quit: deregisters a random
 // region now and then and registers it again a little later (churn), and
 // checks every second that no byte landed where none may (header, guards).
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -90,7 +91,21 @@ class Target {
     epoch_ = (uint64_t{rd()} << 32) ^ rd() ^ (uint64_t(getpid()) << 20) ^ Clock::now().time_since_epoch().count();
     for (int r = 0; r < kRegions; ++r) {
       void *want = reinterpret_cast<void *>(RegionAddr(a_.index, r));
-      void *p = mmap(want, kRegionLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      // Odd regions live in sealed memfds (as AllocateCache's caches do),
+      // which initiators over shm map and copy into with memcpy; the fd
+      // stays open for the process's life.
+      int fd = -1;
+      if (r % 2 == 1) {
+        fd = memfd_create("hixl-soak-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || ftruncate(fd, kRegionLen) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+          Say("FAIL target " + std::to_string(a_.index) + ": cannot make a sealed memfd for region " +
+              std::to_string(r));
+          return false;
+        }
+      }
+      void *p = fd < 0 ? mmap(want, kRegionLen, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+                       : mmap(want, kRegionLen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
       if (p != want) {
         Say("FAIL target " + std::to_string(a_.index) + ": cannot map region " + std::to_string(r) + " at its address");
         return false;
