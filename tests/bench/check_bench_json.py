@@ -16,7 +16,7 @@ import sys
 
 OPS = {"read", "write"}
 MODES = {"sync", "async"}
-LAYOUTS = {"scattered", "contiguous"}
+LAYOUTS = {"scattered", "contiguous", "one-block"}
 
 
 class Checker:

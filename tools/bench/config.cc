@@ -8,7 +8,17 @@ std::string ModeText(const Point &p) {
   if (p.mode == Mode::kSync) return "sync";
   return "async d" + std::to_string(p.depth);
 }
-const char *LayoutName(Layout l) { return l == Layout::kContiguous ? "contiguous" : "scattered"; }
+const char *LayoutName(Layout l) {
+  switch (l) {
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kOneBlock:
+      return "one-block";
+    case Layout::kScattered:
+      break;
+  }
+  return "scattered";
+}
 const char *OpName(hixl::TransferOp op) { return op == hixl::READ ? "read" : "write"; }
 
 }  // namespace hixl_bench

@@ -16,7 +16,10 @@ enum class Mode { kSync, kAsync };
 // adjacent on both sides into one segment, so contiguous blocks measure one
 // big transfer whatever the block size; scattered blocks (remote order
 // reversed) keep every block a segment of its own, as KV-cache pages are.
-enum class Layout { kScattered, kContiguous };
+// kOneBlock: every descriptor of a thread names the same block on each side
+// (ucx_perftest's one message-sized buffer): what is timed is the transfer,
+// with the data in cache, not the memory behind it.
+enum class Layout { kScattered, kContiguous, kOneBlock };
 
 const char *ModeName(Mode m);
 const char *LayoutName(Layout l);

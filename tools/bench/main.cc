@@ -65,7 +65,9 @@ bool Resolve(const CLI::App &app, const Flags &f, BenchConfig *cfg) {
   for (const auto &t : cfg->transports) {
     if (t != "tcp" && t != "shm" && t != "ucx") return bad("--transport", transports);
   }
-  cfg->layout = f.layout == "contiguous" ? Layout::kContiguous : Layout::kScattered;
+  cfg->layout = f.layout == "contiguous" ? Layout::kContiguous
+               : f.layout == "one-block" ? Layout::kOneBlock
+                                         : Layout::kScattered;
   if (cfg->repeat > 1 && !cfg->no_baseline) {
     std::fprintf(stderr, "--repeat %d needs --no-baseline: the baselines move each byte once\n", cfg->repeat);
     return false;
@@ -142,8 +144,10 @@ int main(int argc, char **argv) {
   app.add_option("--transport", f.transport,
                  "tcp | shm | ucx, comma-separated (default tcp; --suite: tcp,shm). ucx: UCX's own environment "
                  "(UCX_TLS, UCX_NET_DEVICES) picks its transports, for both processes");
-  app.add_option("--layout", f.layout, "scattered (every block its own segment) | contiguous")
-      ->check(CLI::IsMember({"scattered", "contiguous"}));
+  app.add_option("--layout", f.layout,
+                 "scattered (every block its own segment) | contiguous | one-block (every descriptor the same "
+                 "block each side, as ucx_perftest's one buffer)")
+      ->check(CLI::IsMember({"scattered", "contiguous", "one-block"}));
   app.add_option("--json", cfg.json_path, "Write the results as JSON to this file");
   app.add_option("--csv", cfg.csv_path, "Write the throughput results as CSV to this file");
   app.add_option("--peer-port", f.peer_port, "tcp-peer: port (internal)");

@@ -95,9 +95,9 @@ Json ConfigJson(const BenchConfig &cfg) {
   return c;
 }
 
-bool HasContiguous(const std::vector<ThroughputResult> &rows) {
+bool HasLayouts(const std::vector<ThroughputResult> &rows) {
   for (const auto &r : rows) {
-    if (r.point.layout == Layout::kContiguous) return true;
+    if (r.point.layout != Layout::kScattered) return true;
   }
   return false;
 }
@@ -124,7 +124,7 @@ HostInfo ReadHostInfo() {
 
 void PrintThroughputTable(const std::vector<ThroughputResult> &rows) {
   if (rows.empty()) return;
-  const bool layout = HasContiguous(rows);
+  const bool layout = HasLayouts(rows);
   std::printf("\n%-9s %-6s %-9s %6s%s %7s %4s %10s %8s %10s %7s\n", "transport", "op", "mode", "block",
               layout ? "     layout" : "", "batch", "thr", "hixl GB/s", "baseline", "base GB/s", "ratio");
   for (const auto &r : rows) {

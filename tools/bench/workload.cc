@@ -25,8 +25,9 @@ bool BuildWorkload(const Point &p, uint64_t total_size, uintptr_t local, uintptr
       const uint64_t end = std::min(n, i + p.batch);
       call.reserve(end - i);
       for (uint64_t b = i; b < end; ++b) {
-        const uint64_t rb = p.layout == Layout::kScattered ? n - 1 - b : b;
-        call.push_back({local + base + b * p.block, remote + base + rb * p.block, p.block});
+        const uint64_t lb = p.layout == Layout::kOneBlock ? 0 : b;
+        const uint64_t rb = p.layout == Layout::kScattered ? n - 1 - b : lb;
+        call.push_back({local + base + lb * p.block, remote + base + rb * p.block, p.block});
       }
       calls.push_back(std::move(call));
     }
