@@ -12,10 +12,10 @@
 # data: with 32 puts in flight each batch's flush round trip drains the
 # pipe (measured: 2 x 16 gave 0.5-0.9x of what 8 x 16 did, 64 KiB puts
 # over tcp). hixl_ucx_bench is the plug-in alone, hixl_bench the whole
-# engine (TransferAsync over a ucx link, 64 MiB per timed iteration, in
-# passes over buffers of 16 messages: cache-resident like perftest's, where
-# 64 MiB buffers would time DRAM as well). The
-# ratios are medians of per-run ratios: each run of hixl is divided by the
+# engine (TransferAsync over a ucx link), timing as many messages as
+# perftest does, each request's 16 in the one message-sized block of each
+# side (timing 64 MiB, 50 ms at 1 MiB, over 16 messages' worth of buffer
+# made 1 MiB gets bimodal: 600-840 or 1100-1577 MiB/s). The ratios are medians of per-run ratios: each run of hixl is divided by the
 # perftest run next to it, so that the load of a noisy machine, which moves
 # every figure by up to 2x from one minute to the next here, weighs on both
 # sides of each ratio alike.
@@ -69,13 +69,15 @@ perftest_once() {  # test size iterations [UCX_ALLOC_PRIO] [column (6)]
 }
 
 # hixl_bench over a ucx link (UCX_TLS as exported): MiB/s of one timed
-# iteration of 64 MiB (after a warm-up): passes over buffers of 16 messages.
-hixl_once() {  # op size depth
+# iteration (after a warm-up) of as many messages as perftest's run, in
+# TransferAsync requests of 16 that each name the same message-sized block
+# on both sides (--layout one-block), as perftest's one buffer.
+hixl_once() {  # op size depth messages
   local json
   json=$(mktemp)
   "$hixl_bench" --demo --transport ucx --op "$1" --block-size "$2" --total-size $((16 * $2)) \
-    --repeat $((64 * 1048576 / (16 * $2))) --iters 1 --async --depth "$3" --batch 16 --no-baseline --json "$json" \
-    >/dev/null 2>&1 || true
+    --repeat $(($4 / 16)) --iters 1 --async --depth "$3" --batch 16 --layout one-block --no-baseline \
+    --json "$json" >/dev/null 2>&1 || true
   /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(r[0]["gbps"]*1e9/2**20 if r else 0)' \
     "$json" 2>/dev/null || echo 0
   rm -f "$json"
@@ -113,6 +115,7 @@ for tls in $transports; do
   fi
   for op in put get; do
     test=$([ "$op" = put ] && echo ucp_put_bw || echo ucp_get)
+    hop=$([ "$op" = put ] && echo write || echo read)
     depth=$([ "$op" = put ] && echo 8 || echo 2)  # batches of 16 in flight (see the top)
     for size in 65536 1048576; do
       iters=$((size == 65536 ? 5000 : 500))
@@ -124,7 +127,7 @@ for tls in $transports; do
         refs+=("$(perftest_once "$test" "$size" "$iters" heap)")
         ours+=("$("$bench" --tls "$tls" "${devices[@]}" --op "$op" --size "$size" --total $((size * iters)) \
                  --depth "$depth" --runs 1 | sed -n 's/.*: \([0-9.]*\) MiB\/s median.*/\1/p')")
-        engines+=("$(hixl_once "$([ "$op" = put ] && echo write || echo read)" "$size" "$depth")")
+        engines+=("$(hixl_once "$hop" "$size" "$depth" "$iters")")
       done
       printf "%-4s %-4s %-6s %14.1f %14.1f %14.1f %6.2f %12.1f %6.2f\n" "$tls" "$op" "$((size / 1024))K" \
         "$(printf '%s\n' "${shms[@]}" | median)" "$(printf '%s\n' "${refs[@]}" | median)" \
