@@ -7,6 +7,7 @@ extension ``hixl._hixl`` and is re-exported here.
 
 from . import _hixl
 from ._hixl import *  # noqa: F401,F403
+from .host_memory import shared_host_buffer
 
 __version__ = _hixl.__version__
 
@@ -14,6 +15,8 @@ __all__ = [
     # engine
     "Hixl",
     "get_capability",
+    # memory that same-host peers copy with memcpy
+    "shared_host_buffer",
     # data classes
     "MemDesc",
     "TransferOpDesc",

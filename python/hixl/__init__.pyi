@@ -197,6 +197,8 @@ class Hixl:
 def get_capability(feature_type: Union[FeatureType, int]) -> Tuple[int, int]: ...
 
 # --- buffer helpers (hixl extension) -----------------------------------------
+from .host_memory import shared_host_buffer as shared_host_buffer
+
 def buffer_address(obj: _Buffer, *, writable: bool = True) -> Tuple[int, int]:
     """(address, nbytes) of a C-contiguous buffer. Keep obj alive while used."""
 

@@ -108,7 +108,8 @@ def test_all_is_complete_and_stubbed():
     assert len(names) == len(hixl.__all__)
     for name in names:
         assert hasattr(hixl, name), name
-    public = {n for n in dir(hixl._hixl) if not n.startswith("_")}
+    # The compiled module's names, and those of the pure-Python helpers.
+    public = {n for n in dir(hixl._hixl) if not n.startswith("_")} | set(hixl.host_memory.__all__)
     assert public == names, f"missing from __all__: {public - names}; stale: {names - public}"
 
     stub = os.path.join(os.path.dirname(hixl.__file__), "__init__.pyi")
@@ -120,6 +121,8 @@ def test_all_is_complete_and_stubbed():
             stubbed.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             stubbed.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):  # re-exported: `from .m import x as x`
+            stubbed.update(a.asname for a in node.names if a.asname == a.name)
     assert names <= stubbed, f"not in __init__.pyi: {names - stubbed}"
     assert os.path.exists(os.path.join(os.path.dirname(hixl.__file__), "py.typed"))
 
