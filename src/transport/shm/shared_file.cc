@@ -9,44 +9,33 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/fork_fds.h"
+#include "memory/host/proc_maps.h"
 #include "wire/codec.h"
 
 namespace hixl::shm {
 namespace {
 
-struct MapsLine {
-  uint64_t lo = 0, hi = 0, offset = 0, inode = 0;
-  unsigned major = 0, minor = 0;
-  char perms[5] = {};
-};
-
-// The line of /proc/self/maps that holds `addr`; false if none (or no /proc).
-bool LineOf(uintptr_t addr, MapsLine *out, std::string *why) {
-  FILE *f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) {
-    *why = std::string("cannot read /proc/self/maps: ") + std::strerror(errno);
-    return false;
-  }
-  char line[4096];
+// The mapping that holds `addr`; false if none (or no /proc).
+bool MappingOf(uintptr_t addr, Mapping *out, std::string *why) {
   bool found = false;
-  while (!found && std::fgets(line, sizeof(line), f) != nullptr) {
-    MapsLine m;
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64, &m.lo, &m.hi, m.perms, &m.offset,
-                    &m.major, &m.minor, &m.inode) == 7 &&
-        m.lo <= addr && addr < m.hi) {
+  const bool ok = ForEachMapping([&](const Mapping &m) {
+    if (m.lo > addr) return false;  // in address order: past it
+    if (addr < m.hi) {
       *out = m;
       found = true;
+      return false;
     }
-    // A line longer than the buffer (a long path) continues in the next
-    // reads, which do not parse as lines.
+    return true;
+  });
+  if (!ok) {
+    *why = std::string("cannot read /proc/self/maps: ") + std::strerror(errno);
+  } else if (!found) {
+    *why = "the memory is not mapped";
   }
-  std::fclose(f);
-  if (!found) *why = "the memory is not mapped";
   return found;
 }
 
@@ -82,9 +71,9 @@ bool SealedAgainstShrinking(int fd) {
 
 SharedFile FindSharedFile(uintptr_t addr, size_t len, std::string *why) {
   SharedFile out;
-  MapsLine m;
-  if (!LineOf(addr, &m, why)) return out;
-  if (m.perms[3] != 's' || m.inode == 0) {
+  Mapping m;
+  if (!MappingOf(addr, &m, why)) return out;
+  if (!m.shared || m.inode == 0) {
     *why = "not a shared mapping of a file";
     return out;
   }
@@ -92,7 +81,7 @@ SharedFile FindSharedFile(uintptr_t addr, size_t len, std::string *why) {
     *why = "it spans more than one mapping";
     return out;
   }
-  if (m.perms[0] != 'r' || m.perms[1] != 'w') {
+  if (!m.read || !m.write) {
     // A peer's mapping would be writable all the same: a WRITE into memory
     // we may not write must fail as it does through the kernel's copy.
     *why = "it is not mapped read-write";
