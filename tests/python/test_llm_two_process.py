@@ -307,10 +307,12 @@ def test_blocking_calls_release_the_gil(peer, decode):
     assert len(ticks) >= 5  # this thread ran while the pulls moved 192 MiB
 
 
-def test_peer_killed_mid_pull_fails_in_bounded_time(transport, decode):
+def kill_mid_pull(transport, decode):
+    """Pulls 64 MiB from a new peer and SIGKILLs it once the first bytes
+    landed: (the pull's result, the local tensors). The peer is unlinked."""
     peer = LlmPeer(transport)
     try:
-        peer.call("register", tensors=4, shape=[512, 128, 128], seed=SEED, key=2)  # 128 MiB
+        peer.call("register", tensors=4, shape=[512, 128, 128], seed=SEED, key=2)  # 64 MiB
         cache, ts = local_cache(decode, tensors=4, shape=[512, 128, 128])
         link(decode, peer)
         blocks = list(range(512))
@@ -333,13 +335,24 @@ def test_peer_killed_mid_pull_fails_in_bounded_time(transport, decode):
         os.kill(peer.proc.pid, signal.SIGKILL)
         t.join(30)
         assert not t.is_alive() and time.monotonic() - t0 < 30
-        if "ok" in result:
-            pytest.skip("the pull finished before the peer died")
-        e = result["error"]
-        assert e.status_code in (Code.LLM_FAILED, Code.LLM_TIMEOUT)
-        assert e.failed_dst_blocks
-        landed = [b for b in blocks if b not in set(e.failed_dst_blocks)]
-        for b in landed[:: max(1, len(landed) // 16)]:
-            assert block_bytes(ts[3], b) == unit_bytes(SEED, 3, [512, 128, 128], b)
+        assert decode.unlink_clusters([cluster(peer)], 5000)[0] == Code.LLM_SUCCESS
+        return result, ts
     finally:
         peer.close()
+
+
+def test_peer_killed_mid_pull_fails_in_bounded_time(transport, decode):
+    # Over shm the 64 MiB may all land before the kill does (about one try in
+    # ten here): then again with a new peer, up to three tries.
+    for _ in range(3):
+        result, ts = kill_mid_pull(transport, decode)
+        if "ok" not in result:
+            break
+    else:
+        pytest.skip("three pulls finished before their peer died")
+    e = result["error"]
+    assert e.status_code in (Code.LLM_FAILED, Code.LLM_TIMEOUT)
+    assert e.failed_dst_blocks
+    landed = [b for b in range(512) if b not in set(e.failed_dst_blocks)]
+    for b in landed[:: max(1, len(landed) // 16)]:
+        assert block_bytes(ts[3], b) == unit_bytes(SEED, 3, [512, 128, 128], b)
