@@ -15,10 +15,11 @@
 # engine (TransferAsync over a ucx link), timing as many messages as
 # perftest does, each request's 16 in the one message-sized block of each
 # side (timing 64 MiB, 50 ms at 1 MiB, over 16 messages' worth of buffer
-# made 1 MiB gets bimodal: 600-840 or 1100-1577 MiB/s). The ratios are medians of per-run ratios: each run of hixl is divided by the
-# perftest run next to it, so that the load of a noisy machine, which moves
-# every figure by up to 2x from one minute to the next here, weighs on both
-# sides of each ratio alike.
+# made 1 MiB gets bimodal: 600-840 or 1100-1577 MiB/s). The ratios are
+# medians of per-run ratios: each run of hixl is divided by the perftest run
+# next to it, so that the load of a noisy machine, which moves every figure
+# by up to 2x from one minute to the next here, weighs on both sides of each
+# ratio alike.
 #
 # Then a 4 KiB x 10,000 batch of puts: how long the caller's call takes
 # (the plug-in's batch_post, and the engine's TransferAsync), how long the
