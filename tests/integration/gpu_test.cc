@@ -1,12 +1,16 @@
 // gpu_test.cc: device memory on a real GPU, two processes (this one and a
 // hixl_test_peer) on one GPU. Without a GPU every test here is skipped,
-// saying why; scripts/gpu_check.sh runs them where there is one. (The same
-// logic runs against the fake driver everywhere: cuda_ipc_test.cc,
+// saying why; scripts/gpu_check.sh runs them where there is one. ctest runs
+// them everywhere as FakeLibcuda.* against a fake libcuda.so.1 (two
+// processes, two device address spaces: tests/support/fake_cuda). (The
+// same logic runs against the in-process fake driver too: cuda_ipc_test.cc,
 // device_staging_test.cc.)
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,9 +27,19 @@ constexpr size_t kAlloc = 64u << 20;
 class Gpu : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (std::getenv("HIXL_TEST_FAKE_LIBCUDA") != nullptr) {
+      // ctest's FakeLibcuda.* runs: against tests/support/fake_cuda's
+      // libcuda.so.1, never skipped, never on a real GPU by mistake.
+      ASSERT_TRUE(GpuMemory::Get().ok()) << GpuMemory::Get().why();
+      void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+      ASSERT_TRUE(lib != nullptr && dlsym(lib, "hixl_fake_libcuda") != nullptr)
+          << "HIXL_TEST_FAKE_LIBCUDA is set, but the libcuda.so.1 loaded is not the fake (LD_LIBRARY_PATH?)";
+      dlclose(lib);
+      return;
+    }
     if (!GpuMemory::Get().ok()) {
       GTEST_SKIP() << "no GPU here (" << GpuMemory::Get().why() << "): not yet run on this host; "
-                   << "scripts/gpu_check.sh runs it on a GPU host";
+                   << "scripts/gpu_check.sh runs it on a GPU host (ctest's FakeLibcuda.* run it against a fake)";
     }
   }
   GpuMemory &gpu() { return GpuMemory::Get(); }

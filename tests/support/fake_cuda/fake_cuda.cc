@@ -1,9 +1,16 @@
 #include "support/fake_cuda/fake_cuda.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <vector>
 
 namespace hixl_test {
 namespace {
@@ -19,6 +26,26 @@ uintptr_t Reserve(size_t len) {
   return p == MAP_FAILED ? 0 : reinterpret_cast<uintptr_t>(p);
 }
 
+// What an IPC handle holds (cuIpcGetMemHandle's 64 opaque bytes).
+struct HandleBytes {
+  char magic[8];
+  uint32_t pid;        // the exporting process
+  int32_t fd;          // its memfd there
+  uint64_t id;         // the allocation's id there (the memfd's name says it)
+  uint64_t len;
+  uint64_t va;         // where it lies in the exporter: never where it is opened
+  int32_t ordinal;
+  uint32_t reserved;
+};
+static_assert(sizeof(HandleBytes) <= sizeof(hixl::cuda::IpcHandle::bytes));
+constexpr char kMagic[8] = {'h', 'i', 'x', 'l', 'f', 'a', 'k', 'e'};
+
+std::string MemfdName(uint32_t pid, uint64_t id) {
+  return "hixl-fake-cuda." + std::to_string(pid) + "." + std::to_string(id);
+}
+
+bool Overlaps(uintptr_t a, size_t alen, uintptr_t b, size_t blen) { return a < b + blen && b < a + alen; }
+
 struct FakeEvent {
   int polls_left;
   bool failed;
@@ -26,22 +53,51 @@ struct FakeEvent {
 
 }  // namespace
 
+bool HostAccessible(uintptr_t addr, size_t n, bool write) {
+  if (n == 0) return true;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  uint64_t want = addr;  // the first byte not yet seen mapped
+  const uint64_t end = addr + n;
+  if (end < addr) return false;
+  // The lines come in address order.
+  while (want < end && std::getline(maps, line)) {
+    uint64_t lo = 0, hi = 0;
+    char perms[5] = {0};
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %4s", &lo, &hi, perms) != 3) continue;
+    if (hi <= want) continue;
+    if (lo > want) return false;  // a hole
+    if (perms[0] != 'r' || (write && perms[1] != 'w')) return false;
+    want = hi;
+  }
+  return want >= end;
+}
+
+FakeCuda::Backing::~Backing() {
+  if (bytes != nullptr) munmap(bytes, PageRound(len));
+  if (fd >= 0) close(fd);
+}
+
 FakeCuda::~FakeCuda() {
   for (auto &[va, m] : maps_) munmap(reinterpret_cast<void *>(va), PageRound(m.len));
-  for (auto &[id, b] : allocs_) munmap(b->bytes, PageRound(b->len));
 }
 
 uintptr_t FakeCuda::Alloc(size_t len, int ordinal) {
   auto b = std::make_shared<Backing>();
-  void *bytes = mmap(nullptr, PageRound(len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (bytes == MAP_FAILED) return 0;
-  b->bytes = static_cast<uint8_t *>(bytes);
   b->len = len;
   b->ordinal = ordinal;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    b->id = next_id_++;
+  }
+  b->fd = memfd_create(MemfdName(static_cast<uint32_t>(getpid()), b->id).c_str(), MFD_CLOEXEC);
+  if (b->fd < 0 || ftruncate(b->fd, static_cast<off_t>(PageRound(len))) != 0) return 0;
+  void *bytes = mmap(nullptr, PageRound(len), PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+  if (bytes == MAP_FAILED) return 0;
+  b->bytes = static_cast<uint8_t *>(bytes);
   uintptr_t va = Reserve(len);
   if (va == 0) return 0;
   std::lock_guard<std::mutex> lock(mu_);
-  b->id = next_id_++;
   allocs_[b->id] = b;
   maps_[va] = Mapping{va, len, b, false};
   return va;
@@ -55,7 +111,9 @@ bool FakeCuda::Free(uintptr_t base) {
   munmap(reinterpret_cast<void *>(base), PageRound(it->second.len));
   maps_.erase(it);
   allocs_.erase(b->id);
-  // (The bytes stay while an IPC mapping holds them, as with cudaFree.)
+  // Its handle names it no more: the memfd closes (mappings keep the bytes).
+  if (b->fd >= 0) close(b->fd);
+  b->fd = -1;
   return true;
 }
 
@@ -69,19 +127,18 @@ uint8_t *FakeCuda::Translate(uintptr_t addr, size_t n, int *ordinal) const {
   return m.backing->bytes + (addr - m.va);
 }
 
-uint8_t *FakeCuda::Resolve(uintptr_t addr, size_t n) const {
-  uint8_t *dev = Translate(addr, n);
-  return dev != nullptr ? dev : reinterpret_cast<uint8_t *>(addr);
+bool FakeCuda::Write(uintptr_t dev, const void *src, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint8_t *to = Translate(dev, n);
+  if (to != nullptr) std::memcpy(to, src, n);
+  return to != nullptr;
 }
 
-void FakeCuda::Write(uintptr_t dev, const void *src, size_t n) {
+bool FakeCuda::Read(void *dst, uintptr_t dev, size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::memcpy(Translate(dev, n), src, n);
-}
-
-void FakeCuda::Read(void *dst, uintptr_t dev, size_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::memcpy(dst, Translate(dev, n), n);
+  const uint8_t *from = Translate(dev, n);
+  if (from != nullptr) std::memcpy(dst, from, n);
+  return from != nullptr;
 }
 
 int FakeCuda::open_mappings() const {
@@ -111,7 +168,8 @@ bool FakeCuda::CopyToDevice(int ordinal, uintptr_t dst, const void *src, size_t 
   std::lock_guard<std::mutex> lock(mu_);
   int dev = -1;
   uint8_t *to = Translate(dst, n, &dev);
-  if (fail_copies || to == nullptr || dev != ordinal) {
+  if (fail_copies || to == nullptr || dev != ordinal ||
+      !HostAccessible(reinterpret_cast<uintptr_t>(src), n, false)) {
     *why = "fake cuMemcpyHtoD: CUDA_ERROR_INVALID_VALUE";
     return false;
   }
@@ -123,8 +181,9 @@ bool FakeCuda::CopyToDevice(int ordinal, uintptr_t dst, const void *src, size_t 
 bool FakeCuda::CopyFromDevice(int ordinal, void *dst, uintptr_t src, size_t n, std::string *why) {
   std::lock_guard<std::mutex> lock(mu_);
   int dev = -1;
-  uint8_t *from = Translate(src, n, &dev);
-  if (fail_copies || from == nullptr || dev != ordinal) {
+  const uint8_t *from = Translate(src, n, &dev);
+  if (fail_copies || from == nullptr || dev != ordinal ||
+      !HostAccessible(reinterpret_cast<uintptr_t>(dst), n, true)) {
     *why = "fake cuMemcpyDtoH: CUDA_ERROR_INVALID_VALUE";
     return false;
   }
@@ -147,22 +206,81 @@ bool FakeCuda::IpcExport(int, uintptr_t base, hixl::cuda::IpcHandle *out, std::s
     *why = "fake cuIpcGetMemHandle: not an allocation's base";
     return false;
   }
+  HandleBytes h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.pid = static_cast<uint32_t>(getpid());
+  h.fd = it->second.backing->fd;
+  h.id = it->second.backing->id;
+  h.len = it->second.len;
+  h.va = base;
+  h.ordinal = it->second.backing->ordinal;
   std::memset(out->bytes, 0, sizeof(out->bytes));
-  std::memcpy(out->bytes, &it->second.backing->id, sizeof(uint64_t));
+  std::memcpy(out->bytes, &h, sizeof(h));
   return true;
 }
 
+std::shared_ptr<FakeCuda::Backing> FakeCuda::OpenBacking(const hixl::cuda::IpcHandle &handle,
+                                                         std::string *why) const {
+  HandleBytes h{};
+  std::memcpy(&h, handle.bytes, sizeof(h));
+  *why = "fake cuIpcOpenMemHandle: CUDA_ERROR_INVALID_HANDLE";
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.len == 0) return nullptr;
+  // The exporter's memfd, whichever process it is (this one included).
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(h.pid), 0));
+  if (pidfd < 0) {
+    *why += std::string(" (the exporting process: ") + std::strerror(errno) + ")";
+    return nullptr;
+  }
+  const int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, h.fd, 0));
+  const int err = errno;
+  close(pidfd);
+  if (fd < 0) {
+    *why += std::string(" (its memory: ") + std::strerror(err) + "; freed?)";
+    return nullptr;
+  }
+  auto b = std::make_shared<Backing>();
+  b->len = h.len;
+  b->ordinal = h.ordinal;
+  b->id = h.id;
+  // That fd number may hold another file by now (the allocation freed): the
+  // memfd's name says which allocation it is.
+  char link[256] = {0};
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+  struct stat st {};
+  if (n <= 0 || std::string(link, static_cast<size_t>(n)).rfind("/memfd:" + MemfdName(h.pid, h.id) + " ", 0) != 0 ||
+      fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < h.len) {
+    close(fd);
+    *why += " (that allocation is gone)";
+    return nullptr;
+  }
+  void *bytes = mmap(nullptr, PageRound(h.len), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (bytes == MAP_FAILED) return nullptr;
+  b->bytes = static_cast<uint8_t *>(bytes);
+  return b;
+}
+
 bool FakeCuda::IpcOpen(int, const hixl::cuda::IpcHandle &handle, uintptr_t *base, std::string *why) {
-  uint64_t id = 0;
-  std::memcpy(&id, handle.bytes, sizeof(id));
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = allocs_.find(id);
-  if (it == allocs_.end()) {
-    *why = "fake cuIpcOpenMemHandle: CUDA_ERROR_INVALID_HANDLE";
+  std::shared_ptr<Backing> b = OpenBacking(handle, why);
+  if (b == nullptr) return false;
+  HandleBytes h{};
+  std::memcpy(&h, handle.bytes, sizeof(h));
+  // Never at the exporter's address, where a caller mixing the two up
+  // would go unnoticed.
+  std::vector<uintptr_t> unlucky;
+  uintptr_t va = Reserve(b->len);
+  while (va != 0 && Overlaps(va, PageRound(b->len), h.va, PageRound(h.len)) && unlucky.size() < 8) {
+    unlucky.push_back(va);
+    va = Reserve(b->len);
+  }
+  for (uintptr_t u : unlucky) munmap(reinterpret_cast<void *>(u), PageRound(b->len));
+  if (va == 0 || Overlaps(va, PageRound(b->len), h.va, PageRound(h.len))) {
+    *why = "fake cuIpcOpenMemHandle: CUDA_ERROR_OUT_OF_MEMORY";
     return false;
   }
-  uintptr_t va = Reserve(it->second->len);
-  maps_[va] = Mapping{va, it->second->len, it->second, true};
+  std::lock_guard<std::mutex> lock(mu_);
+  maps_[va] = Mapping{va, b->len, b, true};
   *base = va;
   ++ipc_opens;
   return true;
@@ -193,13 +311,29 @@ void FakeCuda::StreamDestroy(int, hixl::cuda::Stream s) {
 }
 
 // Copies at once; the event then reports pending `pending_polls` times.
+// Each end is this process's device memory (its own or opened by IPC) or
+// host memory it may read (the source) or write (the destination).
 bool FakeCuda::CopyAsync(int, uintptr_t dst, uintptr_t src, size_t n, hixl::cuda::Stream, std::string *why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fail_copies) {
     *why = "fake cuMemcpyAsync: CUDA_ERROR_LAUNCH_FAILED";
     return false;
   }
-  std::memmove(Resolve(dst, n), Resolve(src, n), n);
+  uint8_t *to = Translate(dst, n);
+  const uint8_t *from = Translate(src, n);
+  const bool bad_dst = to == nullptr && !HostAccessible(dst, n, true);
+  const bool bad_src = !bad_dst && from == nullptr && !HostAccessible(src, n, false);
+  if (bad_dst || bad_src) {
+    char b[160];
+    std::snprintf(b, sizeof(b),
+                  "fake cuMemcpyAsync: CUDA_ERROR_INVALID_VALUE (%s 0x%" PRIxPTR "+%zu is not memory of this process)",
+                  bad_dst ? "destination" : "source", bad_dst ? dst : src, n);
+    *why = b;
+    return false;
+  }
+  std::memmove(to != nullptr ? to : reinterpret_cast<uint8_t *>(dst),
+               from != nullptr ? from : reinterpret_cast<const uint8_t *>(src), n);
+  ++async_copies;
   return true;
 }
 
@@ -211,6 +345,7 @@ bool FakeCuda::EventRecord(int, hixl::cuda::Stream, hixl::cuda::Event *out, std:
 
 hixl::cuda::EventState FakeCuda::EventQuery(int, hixl::cuda::Event e, std::string *) {
   auto *ev = static_cast<FakeEvent *>(e);
+  ++event_queries;
   if (hold_events) return hixl::cuda::EventState::kPending;
   if (ev->polls_left > 0) {
     --ev->polls_left;

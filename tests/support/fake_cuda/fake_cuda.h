@@ -1,10 +1,21 @@
 // fake_cuda.h: a CUDA driver for tests on machines without a GPU, behind the
 // same interface (device/cuda/cuda_driver.h) the real libcuda calls are.
-// A fake device allocation is an address range the process cannot touch
-// (PROT_NONE, as a GPU's memory is to the CPU) whose bytes the fake keeps in
-// host memory elsewhere: code that memcpy's or sends from "device" memory
-// instead of going through the driver faults or gets EFAULT, as it would
-// on a GPU. IPC opens map the same bytes at another untouchable address.
+//
+// One FakeCuda is one process's view of the GPU, as the real driver is: a
+// device address means something only in the process that allocated it,
+// or that opened it by IPC handle. A fake device allocation is an address
+// range this process cannot touch (PROT_NONE, as a GPU's memory is to the
+// CPU) whose bytes live in a memfd mapped elsewhere: code that memcpy's or
+// sends from "device" memory instead of going through the driver faults or
+// gets EFAULT, as it would on a GPU. An IPC handle names the exporting
+// process and its memfd; opening it (in another process, or in this one)
+// maps the same bytes at a new untouchable address, never the exporter's.
+// A copy whose ends are neither this process's device memory nor host memory
+// it may read (source) or write (destination) fails, as the real driver's
+// does: a copy to the address a peer's allocation has in the peer's process
+// is such a copy. (tests/support/fake_cuda/fake_libcuda.cc puts one FakeCuda
+// per process behind libcuda.so.1's C API, so that the two-process GPU tests
+// run against it.)
 #pragma once
 
 #include <atomic>
@@ -24,19 +35,21 @@ class FakeCuda final : public hixl::cuda::Driver {
   FakeCuda() = default;
   ~FakeCuda() override;
 
-  // A device allocation of `len` bytes on device `ordinal`.
+  // A device allocation of `len` bytes on device `ordinal`; 0 on failure.
   uintptr_t Alloc(size_t len, int ordinal = 0);
   // Frees an allocation (not an IPC mapping); false if unknown.
   bool Free(uintptr_t base);
-  // The test's own access to device bytes.
-  void Write(uintptr_t dev, const void *src, size_t n);
-  void Read(void *dst, uintptr_t dev, size_t n);
+  // The test's own access to device bytes (false: not device memory here).
+  bool Write(uintptr_t dev, const void *src, size_t n);
+  bool Read(void *dst, uintptr_t dev, size_t n);
 
   // Counters and knobs.
   std::atomic<int> copies_to_device{0};
   std::atomic<int> copies_from_device{0};
+  std::atomic<int> async_copies{0};
   std::atomic<int> ipc_opens{0};
   std::atomic<int> ipc_closes{0};
+  std::atomic<int> event_queries{0};
   std::atomic<int> pinned{0};
   std::atomic<bool> fail_copies{false};  // every copy fails
   std::atomic<int> pending_polls{0};     // an event reports pending this many times first
@@ -63,11 +76,16 @@ class FakeCuda final : public hixl::cuda::Driver {
   int live_events() const { return events_.load(); }
 
  private:
+  // An allocation's bytes: a memfd, mapped read-write here. Allocations own
+  // theirs; an IPC mapping has its own mapping of the exporter's memfd, so
+  // the bytes outlive a Free while it is open (as with cudaFree).
   struct Backing {
+    ~Backing();
     uint8_t *bytes = nullptr;
     size_t len = 0;
     int ordinal = 0;
     uint64_t id = 0;
+    int fd = -1;  // the memfd (allocations only: what an IPC handle names)
   };
   struct Mapping {
     uintptr_t va = 0;
@@ -75,11 +93,11 @@ class FakeCuda final : public hixl::cuda::Driver {
     std::shared_ptr<Backing> backing;
     bool ipc = false;  // opened from a handle
   };
-  // The host address of device bytes [addr, addr+n), or nullptr (not device
-  // memory, or crossing an allocation's end).
+  // The host address of this process's device bytes [addr, addr+n), or
+  // nullptr (not device memory here, or crossing an allocation's end).
   uint8_t *Translate(uintptr_t addr, size_t n, int *ordinal = nullptr) const;
-  // Where an async copy's end is: device bytes, or host memory as is.
-  uint8_t *Resolve(uintptr_t addr, size_t n) const;
+  // Maps the memfd an IPC handle names (its process's, by pidfd_getfd).
+  std::shared_ptr<Backing> OpenBacking(const hixl::cuda::IpcHandle &handle, std::string *why) const;
 
   mutable std::mutex mu_;
   std::map<uintptr_t, Mapping> maps_;                   // by va
@@ -88,6 +106,10 @@ class FakeCuda final : public hixl::cuda::Driver {
   std::atomic<int> streams_{0};
   std::atomic<int> events_{0};
 };
+
+// Whether this process may read (and, with `write`, write) every byte of
+// [addr, addr+n), as /proc/self/maps says.
+bool HostAccessible(uintptr_t addr, size_t n, bool write);
 
 // Puts a FakeCuda in place of libcuda for a scope.
 class FakeCudaScope {
