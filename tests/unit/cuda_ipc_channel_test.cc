@@ -62,11 +62,23 @@ TEST(CudaIpcChannel, ARevokeWaitsForCopiesInFlightThenClosesTheMapping) {
 
     regions.Revoke(dev, len, /*order=*/1);
     std::atomic<bool> acked{false};
-    const auto t0 = std::chrono::steady_clock::now();
-    ch.BeforeRevokeAck(wire::RegionInfo{dev, len}, [&acked] { acked = true; });
-    // It returned at once (an I/O thread asked), and holds the answer.
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Asked on a thread of its own (an I/O thread asks), it returns while
+    // the copy is still running: the answer is held, not waited for. (Were
+    // it to wait, it would return only when the copy ended, which it does
+    // not until hold_events is cleared below.)
+    std::atomic<bool> returned{false};
+    std::thread asker([&] {
+      ch.BeforeRevokeAck(wire::RegionInfo{dev, len}, [&acked] { acked = true; });
+      returned = true;
+    });
+    const bool returned_while_copying = WaitFor([&] { return returned.load(); }, 5);
+    if (!returned_while_copying) fake.hold_events = false;  // let it end, to fail below rather than hang
+    asker.join();
+    ASSERT_TRUE(returned_while_copying) << "BeforeRevokeAck waited for the copy in flight";
+    // The poller has looked at the copy's event several times since, and
+    // still holds the answer.
+    const int queries = fake.event_queries.load();
+    ASSERT_TRUE(WaitFor([&] { return fake.event_queries.load() >= queries + 5; }, 5));
     EXPECT_FALSE(acked.load());
     EXPECT_EQ(fake.open_mappings(), 1);
 
@@ -76,7 +88,7 @@ TEST(CudaIpcChannel, ARevokeWaitsForCopiesInFlightThenClosesTheMapping) {
     EXPECT_EQ(fake.ipc_closes.load(), 1);
     EXPECT_EQ(done->Wait(Deadline::AfterMillis(1000)), SUCCESS);
     std::vector<uint8_t> got(src.size());
-    fake.Read(got.data(), dev + 16, got.size());
+    ASSERT_TRUE(fake.Read(got.data(), dev + 16, got.size()));
     EXPECT_TRUE(got == src);
 
     // A batch checked against the old table, submitted after the revoke,
