@@ -92,6 +92,7 @@ TEST_F(CudaIpc, DeviceAndHostToAPeersDeviceMemoryWithOneOpenPerAllocation) {
   }
   EXPECT_EQ(fake().ipc_opens.load(), 1);
   EXPECT_EQ(fake().copies_to_device.load() + fake().copies_from_device.load(), 0);  // no staging
+  EXPECT_GT(fake().async_copies.load(), 0);                                          // cuda_ipc's copies
   // Async, polled.
   hixl::TransferReq req = nullptr;
   std::vector<hixl::TransferOpDesc> d = {{dev_i_, dev_t_, 65536}};
@@ -141,8 +142,31 @@ TEST_F(CudaIpc, APeerWithHostMemoryTooGetsTcpWhichStagesTheDeviceMemory) {
   Register(ini_, dev_i_, kLen, hixl::MEM_DEVICE);
   ASSERT_EQ(ini_.Connect(name_.c_str(), 5000), hixl::SUCCESS);
   EXPECT_EQ(Transport(), "tcp");
-  std::vector<hixl::TransferOpDesc> d = {{dev_i_, dev_t_, 4096}, {dev_i_ + 4096, host_t.addr(), 4096}};
-  EXPECT_EQ(ini_.TransferSync(name_.c_str(), hixl::WRITE, d, 5000), hixl::SUCCESS);
+  constexpr size_t kPiece = 4096;
+  const auto to_dev = PatternBytes(kPiece, 41), to_host = PatternBytes(kPiece, 42);
+  ASSERT_TRUE(fake().Write(dev_i_, to_dev.data(), kPiece));
+  ASSERT_TRUE(fake().Write(dev_i_ + kPiece, to_host.data(), kPiece));
+  // WRITE: our device memory is copied out of the GPU (staged) for both
+  // pieces; the target copies the first into its GPU.
+  std::vector<hixl::TransferOpDesc> d = {{dev_i_, dev_t_ + 123, kPiece}, {dev_i_ + kPiece, host_t.addr() + 77, kPiece}};
+  ASSERT_EQ(ini_.TransferSync(name_.c_str(), hixl::WRITE, d, 5000), hixl::SUCCESS);
+  std::vector<uint8_t> got(kPiece);
+  ASSERT_TRUE(fake().Read(got.data(), dev_t_ + 123, kPiece));
+  EXPECT_TRUE(got == to_dev) << "device -> the peer's device";
+  EXPECT_EQ(std::memcmp(host_t.data() + 77, to_host.data(), kPiece), 0) << "device -> the peer's host";
+  EXPECT_GE(fake().copies_from_device.load(), 2) << "our device memory was not staged";
+  EXPECT_GE(fake().copies_to_device.load(), 1) << "the target did not stage into its device memory";
+  EXPECT_EQ(fake().async_copies.load(), 0) << "a cuda_ipc copy on a tcp link";
+  // READ them back into other places of our device memory.
+  const int to_device_before = fake().copies_to_device.load();
+  std::vector<hixl::TransferOpDesc> back = {{dev_i_ + 4 * kPiece, dev_t_ + 123, kPiece},
+                                            {dev_i_ + 6 * kPiece + 5, host_t.addr() + 77, kPiece}};
+  ASSERT_EQ(ini_.TransferSync(name_.c_str(), hixl::READ, back, 5000), hixl::SUCCESS);
+  ASSERT_TRUE(fake().Read(got.data(), dev_i_ + 4 * kPiece, kPiece));
+  EXPECT_TRUE(got == to_dev) << "the peer's device -> device";
+  ASSERT_TRUE(fake().Read(got.data(), dev_i_ + 6 * kPiece + 5, kPiece));
+  EXPECT_TRUE(got == to_host) << "the peer's host -> device";
+  EXPECT_GE(fake().copies_to_device.load(), to_device_before + 2) << "what we read was not staged into our GPU";
 }
 
 TEST_F(CudaIpc, HccsDeviceInProtocolDescSelectsIt) {
