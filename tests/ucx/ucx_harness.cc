@@ -105,10 +105,10 @@ bool UcxPeer::Start(const UcxTransport &t) {
   return !address.empty();
 }
 
-long UcxPeer::AllocRegistered(size_t len, uintptr_t *addr, std::vector<uint8_t> *packed_rkey) {
+long UcxPeer::AllocRegistered(size_t len, uintptr_t *addr, std::vector<uint8_t> *packed_rkey, bool read_only) {
   auto a = Words(proc_.Command("ALLOC " + std::to_string(len)));
   if (a.size() != 3 || a[0] != "OK") return -1;
-  auto r = Words(proc_.Command("REG " + a[1]));
+  auto r = Words(proc_.Command("REG " + a[1] + (read_only ? " ro" : "")));
   if (r.size() != 2 || r[0] != "OK") return -1;
   *addr = std::stoull(a[2]);
   *packed_rkey = FromHex(r[1]);
@@ -151,10 +151,10 @@ hixl_ucx_rkey_t *UcxPairTest::Unpack(const std::vector<uint8_t> &packed, hixl_uc
   return rkey;
 }
 
-UcxPairTest::PeerRegion UcxPairTest::Region(size_t len) {
+UcxPairTest::PeerRegion UcxPairTest::Region(size_t len, bool read_only) {
   uintptr_t addr = 0;
   std::vector<uint8_t> packed;
-  long id = peer_.AllocRegistered(len, &addr, &packed);
+  long id = peer_.AllocRegistered(len, &addr, &packed, read_only);
   return {id, addr, id >= 0 ? Unpack(packed) : nullptr};
 }
 

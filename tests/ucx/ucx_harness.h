@@ -84,8 +84,9 @@ class UcxPeer {
   bool Start(const UcxTransport &t);
   PeerProcess &process() { return proc_; }
   std::vector<uint8_t> address;
-  // Allocates and registers len bytes there; returns the id, or -1.
-  long AllocRegistered(size_t len, uintptr_t *addr, std::vector<uint8_t> *packed_rkey);
+  // Allocates and registers len bytes there (read_only: for remote reads
+  // only); returns the id, or -1.
+  long AllocRegistered(size_t len, uintptr_t *addr, std::vector<uint8_t> *packed_rkey, bool read_only = false);
 
  private:
   PeerProcess proc_;
@@ -127,7 +128,7 @@ class UcxPairTest : public ::testing::TestWithParam<std::string> {
     uint64_t addr;
     hixl_ucx_rkey_t *rkey;
   };
-  PeerRegion Region(size_t len);
+  PeerRegion Region(size_t len, bool read_only = false);
   // Runs a batch on ep_ and returns its callback's status; a batch that is
   // not done within timeout_ms fails the test and is cut (ep_destroy).
   hixl_ucx_status_t Run(hixl_ucx_op_t op, const std::vector<hixl_ucx_piece_t> &pieces, int timeout_ms = 60000);

@@ -6,7 +6,8 @@
 //
 //   ADDR                  -> OK <worker address, hex>
 //   ALLOC <len>           -> OK <id> <addr>   (mmap'ed, zero-filled)
-//   REG <id>              -> OK <packed rkey, hex> | ERR <status>
+//   REG <id> [ro]         -> OK <packed rkey, hex> | ERR <status> (ro: mapped
+//                            for remote reads only)
 //   DEREG <id>            -> OK | ERR <status>
 //   FILL <id> <seed>      -> OK                (pattern.h)
 //   HASH <id> <off> <len> -> OK <hash>
@@ -32,6 +33,7 @@ struct Region {
   uint8_t *p = nullptr;
   size_t len = 0;
   hixl_ucx_mem_t *mem = nullptr;
+  unsigned access = HIXL_UCX_REMOTE_READ | HIXL_UCX_REMOTE_WRITE;
 };
 
 void Reply(const std::string &line) {
@@ -90,7 +92,10 @@ int main() {
       }
       Region &r = it->second;
       if (cmd == "REG") {
-        st = api->mem_register(ctx, r.p, r.len, HIXL_UCX_MEM_HOST, &r.mem);
+        std::string mode;
+        in >> mode;
+        r.access = HIXL_UCX_REMOTE_READ | (mode == "ro" ? 0u : unsigned{HIXL_UCX_REMOTE_WRITE});
+        st = api->mem_register(ctx, r.p, r.len, HIXL_UCX_MEM_HOST, r.access, &r.mem);
         const void *key = nullptr;
         size_t key_len = 0;
         if (st == HIXL_UCX_OK) st = api->mem_rkey(r.mem, &key, &key_len);

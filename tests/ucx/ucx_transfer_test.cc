@@ -1,6 +1,9 @@
 // The UCX plug-in through its C ABI, against a peer process that only
 // serves (its progress thread alone answers), over UCX's tcp (loopback) and
 // shared-memory transports: bytes compared after every transfer.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "support/pattern.h"
@@ -54,6 +57,37 @@ TEST_P(UcxTransfer, AnIdleTargetServesWritesAndReads) {
     ASSERT_EQ(std::memcmp(back.data(), src.data(), src.size()), 0) << "round " << round;
   }
   EXPECT_EQ(peer_.process().HashOf(r.id, 0, src.size()), Hash(src.data(), src.size()));
+}
+
+TEST_P(UcxTransfer, MemoryMappedForRemoteReadsOnlyServesGets) {
+  // Memory a process may only read is mapped with remote read access alone
+  // (UCP_MEM_MAP_PROT_*: an RDMA NIC refuses puts with its key); here, over
+  // UCX's tcp and shared memory, that mapping and its key serve gets.
+  const size_t len = kMiB + 11;
+  PeerRegion r = Region(len, /*read_only=*/true);
+  ASSERT_GE(r.id, 0);
+  ASSERT_NE(r.rkey, nullptr);
+  ASSERT_EQ(peer_.process().Command("FILL " + std::to_string(r.id) + " 77"), "OK");
+  Buffer back(len, 1);
+  ASSERT_EQ(Run(HIXL_UCX_OP_GET, {Piece(back.addr(), r.addr, len, r.rkey)}), HIXL_UCX_OK);
+  EXPECT_EQ(Hash(back.data(), len), peer_.process().HashOf(r.id, 0, len));
+  // And here: read-only pages register for reading; access without READ,
+  // or with unknown bits, is refused.
+  const long page = sysconf(_SC_PAGESIZE);
+  void *ro = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(ro, MAP_FAILED);
+  hixl_ucx_mem_t *mem = nullptr;
+  EXPECT_EQ(api_->mem_register(ctx_.get(), ro, page, HIXL_UCX_MEM_HOST, HIXL_UCX_REMOTE_READ, &mem), HIXL_UCX_OK);
+  if (mem != nullptr) {
+    EXPECT_EQ(api_->mem_deregister(mem), HIXL_UCX_OK);
+  }
+  mem = nullptr;
+  EXPECT_EQ(api_->mem_register(ctx_.get(), ro, page, HIXL_UCX_MEM_HOST, HIXL_UCX_REMOTE_WRITE, &mem),
+            HIXL_UCX_ERR_INVALID);
+  EXPECT_EQ(api_->mem_register(ctx_.get(), ro, page, HIXL_UCX_MEM_HOST, 4u | HIXL_UCX_REMOTE_READ, &mem),
+            HIXL_UCX_ERR_INVALID);
+  EXPECT_EQ(mem, nullptr);
+  munmap(ro, page);
 }
 
 TEST_P(UcxTransfer, OneBatchSpansManyRegions) {

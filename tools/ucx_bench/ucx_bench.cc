@@ -70,7 +70,7 @@ int Serve(const Options &o) {
   hixl_ucx_mem_t *mem = nullptr;
   const void *addr = nullptr, *key = nullptr;
   size_t addr_len = 0, key_len = 0;
-  if (api->mem_register(ctx, buf, o.region, HIXL_UCX_MEM_HOST, &mem) != HIXL_UCX_OK ||
+  if (api->mem_register(ctx, buf, o.region, HIXL_UCX_MEM_HOST, HIXL_UCX_REMOTE_READ | HIXL_UCX_REMOTE_WRITE, &mem) != HIXL_UCX_OK ||
       api->mem_rkey(mem, &key, &key_len) != HIXL_UCX_OK || api->worker_address(ctx, &addr, &addr_len) != HIXL_UCX_OK) {
     return 1;
   }

@@ -9,9 +9,9 @@ namespace hixl::ucx {
 namespace {
 
 // Fails a batch that was never posted.
-void FailUnposted(const std::shared_ptr<Completion> &done) {
+void FailUnposted(const std::shared_ptr<Completion> &done, Status s = FAILED) {
   done->AddParts(1);
-  done->PartDone(FAILED);
+  done->PartDone(s);
 }
 
 }  // namespace
@@ -73,12 +73,15 @@ void UcxChannel::SweepKeys() {
   for (hixl_ucx_rkey_t *k : gone) api_->rkey_destroy(k);
 }
 
-hixl_ucx_rkey_t *UcxChannel::KeyFor(const RemoteRegion *region, std::string *why) {
+hixl_ucx_rkey_t *UcxChannel::KeyFor(const RemoteRegion *region, unsigned *access, Status *refusal, std::string *why) {
   auto it = ep_->keys.find(region);
   if (it != ep_->keys.end()) {
     // The same live object: its key. (An expired entry's address may have
     // been reused by a newer entry with another key.)
-    if (auto live = it->second.region.lock(); live.get() == region) return it->second.rkey;
+    if (auto live = it->second.region.lock(); live.get() == region) {
+      *access = it->second.access;
+      return it->second.rkey;
+    }
   }
   SweepKeys();
   // The shared pointer of the entry, from the table in place (the batch
@@ -89,21 +92,20 @@ hixl_ucx_rkey_t *UcxChannel::KeyFor(const RemoteRegion *region, std::string *why
     *why = "the target's region table changed under the batch (a region revoked or registered again)";
     return nullptr;
   }
-  const std::vector<uint8_t> *packed = wire::FindSection(region->sections, kWireId);
-  if (packed == nullptr || packed->empty() || packed->size() > kMaxPackedRkey) {
-    *why = packed == nullptr || packed->empty()
-               ? "the target registered the region without a UCX key (UCX could not map it there)"
-               : "the region's UCX key is " + std::to_string(packed->size()) + " bytes, more than " +
-                     std::to_string(kMaxPackedRkey);
+  EntryKey entry;
+  if (!DecodeEntryKey(region->sections, &entry, why)) {
+    // No key at all: a region this link cannot reach, as asked (nothing moves).
+    if (wire::FindSection(region->sections, kWireId) == nullptr) *refusal = PARAM_INVALID;
     return nullptr;
   }
   hixl_ucx_rkey_t *rkey = nullptr;
-  hixl_ucx_status_t st = api_->rkey_unpack(ep_->ep, packed->data(), packed->size(), &rkey);
+  hixl_ucx_status_t st = api_->rkey_unpack(ep_->ep, entry.packed, entry.len, &rkey);
   if (st != HIXL_UCX_OK) {
     *why = std::string("UCX refused the region's key: ") + api_->status_name(st);
     return nullptr;
   }
-  ep_->keys[region] = Endpoint::Key{owner, rkey};
+  ep_->keys[region] = Endpoint::Key{owner, rkey, entry.access};
+  *access = entry.access;
   return rkey;
 }
 
@@ -136,11 +138,22 @@ void UcxChannel::Submit(bool is_write, const Piece *pieces, size_t n, const std:
     const Piece &p = pieces[i];
     if (p.remote_region != last || last == nullptr) {
       last = p.remote_region;
-      last_key = last != nullptr ? KeyFor(last, &why) : nullptr;
+      unsigned access = 0;
+      Status refusal = FAILED;
+      last_key = last != nullptr ? KeyFor(last, &access, &refusal, &why) : nullptr;
       if (last == nullptr) why = "a piece names no remote region";
       if (last_key == nullptr) {
         HIXL_LOGE("link to %s: batch of %zu pieces not sent: %s", peer_.c_str(), n, why.c_str());
-        FailUnposted(done);
+        FailUnposted(done, refusal);
+        return;
+      }
+      if (is_write && (access & HIXL_UCX_REMOTE_WRITE) == 0) {
+        // UCX's emulated put would write it unchecked, faulting the target.
+        HIXL_LOGE("link to %s: WRITE of %zu pieces refused, nothing sent: the target's region 0x%llx+%llu is one "
+                  "that process may not write (all of it) as registered",
+                  peer_.c_str(), n, static_cast<unsigned long long>(last->range.addr),
+                  static_cast<unsigned long long>(last->range.len));
+        FailUnposted(done, PARAM_INVALID);
         return;
       }
       const wire::RegionInfo r = last->range;

@@ -74,6 +74,7 @@ class UcxChannel final : public Channel {
     struct Key {
       std::weak_ptr<const RemoteRegion> region;
       hixl_ucx_rkey_t *rkey = nullptr;
+      unsigned access = 0;  // HIXL_UCX_REMOTE_* bits the target gave
     };
     std::unordered_map<const RemoteRegion *, Key> keys;
   };
@@ -92,8 +93,11 @@ class UcxChannel final : public Channel {
   static void OnDone(void *user, hixl_ucx_status_t status);
   static void OnError(void *user, hixl_ucx_status_t status, const char *why);
   Status NewEndpoint(std::string *why) REQUIRES(ep_mu_);
-  // The key for `region` on the endpoint: cached, or unpacked now.
-  hixl_ucx_rkey_t *KeyFor(const RemoteRegion *region, std::string *why) REQUIRES(ep_mu_);
+  // The key for `region` on the endpoint, and what it allows (*access):
+  // cached, or unpacked now. nullptr, with *why, and *refusal set to
+  // PARAM_INVALID where the target gave the region no key (else left).
+  hixl_ucx_rkey_t *KeyFor(const RemoteRegion *region, unsigned *access, Status *refusal, std::string *why)
+      REQUIRES(ep_mu_);
   // Drops the keys whose table entries are gone.
   void SweepKeys() REQUIRES(ep_mu_);
   // Closes the endpoint (force after flush_ms): on return every batch on it

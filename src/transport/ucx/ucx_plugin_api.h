@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* The loader and the plug-in must agree exactly. */
-#define HIXL_UCX_ABI_VERSION 1u
+#define HIXL_UCX_ABI_VERSION 2u
 /* The one symbol the plug-in exports, of type hixl_ucx_entry_fn. */
 #define HIXL_UCX_ENTRY_SYMBOL "hixl_ucx_plugin_entry"
 
@@ -50,6 +50,9 @@ typedef enum hixl_ucx_status {
 typedef enum hixl_ucx_op { HIXL_UCX_OP_PUT = 0, HIXL_UCX_OP_GET = 1 } hixl_ucx_op_t;
 
 typedef enum hixl_ucx_mem_kind { HIXL_UCX_MEM_HOST = 0, HIXL_UCX_MEM_CUDA = 1 } hixl_ucx_mem_kind_t;
+
+/* What peers holding a registration's key may do (bits). */
+enum { HIXL_UCX_REMOTE_READ = 1u, HIXL_UCX_REMOTE_WRITE = 2u };
 
 /* Log levels, the same numbers as hixl::LogLevel. */
 enum { HIXL_UCX_LOG_ERROR = 0, HIXL_UCX_LOG_WARN = 1, HIXL_UCX_LOG_INFO = 2, HIXL_UCX_LOG_DEBUG = 3 };
@@ -148,9 +151,14 @@ typedef struct hixl_ucx_api {
   hixl_ucx_status_t (*ep_stats)(hixl_ucx_ep_t *ep, hixl_ucx_ep_stats_t *out);
 
   /* Maps [addr, addr+len) of the given kind for remote access (ucp_mem_map
-   * of existing memory) and packs its remote key. */
+   * of existing memory) and packs its remote key. `access`: HIXL_UCX_REMOTE_*
+   * bits, READ at least; without WRITE the memory is mapped and its key
+   * packed without remote (or local) write access (UCP_MEM_MAP_PROT_*):
+   * memory this process may only read can be mapped so, and an RDMA NIC
+   * refuses a peer's put with that key. (UCX's software RMA over tcp and
+   * shared memory checks no key: see docs/ucx.md.) */
   hixl_ucx_status_t (*mem_register)(hixl_ucx_context_t *ctx, void *addr, size_t len, hixl_ucx_mem_kind_t kind,
-                                    hixl_ucx_mem_t **out);
+                                    unsigned access, hixl_ucx_mem_t **out);
   /* The packed remote key of a registration: the bytes a peer unpacks. */
   hixl_ucx_status_t (*mem_rkey)(hixl_ucx_mem_t *mem, const void **rkey, size_t *len);
   /* Unmaps. Peers' unpacked keys for it must be gone first (the caller's

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "memory/host/page_access.h"
 #include "memory/memory_kind.h"
 #include "memory/registry.h"
 #include "transport/ucx/ucx_channel.h"
@@ -66,6 +67,33 @@ bool DecodeAnswer(const wire::Sections &sections, std::vector<uint8_t> *address,
     return false;
   }
   address->assign(bytes->begin() + 1, bytes->end());
+  return true;
+}
+
+void EncodeEntryKey(unsigned access, const void *packed, size_t len, std::vector<uint8_t> *out) {
+  out->clear();
+  out->push_back(static_cast<uint8_t>(access));
+  const auto *b = static_cast<const uint8_t *>(packed);
+  out->insert(out->end(), b, b + len);
+}
+
+bool DecodeEntryKey(const wire::Sections &sections, EntryKey *out, std::string *why) {
+  const std::vector<uint8_t> *bytes = wire::FindSection(sections, kWireId);
+  if (bytes == nullptr || bytes->empty()) {
+    *why = "the target registered the region without a UCX key (UCX could not map it there, or that process may "
+           "not read it)";
+    return false;
+  }
+  const unsigned access = (*bytes)[0];
+  if ((access & HIXL_UCX_REMOTE_READ) == 0 || (access & ~(HIXL_UCX_REMOTE_READ | HIXL_UCX_REMOTE_WRITE)) != 0 ||
+      bytes->size() < 2 || bytes->size() - 1 > kMaxPackedRkey) {
+    *why = "the region's UCX entry is malformed (" + std::to_string(bytes->size()) + " bytes, access " +
+           std::to_string(access) + "; keys of at most " + std::to_string(kMaxPackedRkey) + " bytes)";
+    return false;
+  }
+  out->access = access;
+  out->packed = bytes->data() + 1;
+  out->len = bytes->size() - 1;
   return true;
 }
 
@@ -188,11 +216,22 @@ Status UcxTransport::Connect(const PeerView &peer, const LinkSetup &link, Deadli
 
 Status UcxTransport::OnRegister(Region &region) {
   if (region.memory->wire_kind() != wire::MemKind::kHost) return SUCCESS;  // device memory: issue 21
+  // What this process may do with all of the region now: UCX's own copies
+  // for peers (emulated RMA) and RDMA NICs check no page protection, so
+  // peers get no more. (Taking access away later is not allowed while it is
+  // registered: docs/ucx.md.)
+  const unsigned pages = RangeAccess(region.addr, region.len);
+  if ((pages & kPageRead) == 0) {
+    HIXL_LOGI("RegisterMem 0x%zx+%zu: this process may not read all of it; peers over ucx cannot reach it",
+              static_cast<size_t>(region.addr), region.len);
+    return SUCCESS;
+  }
+  const unsigned access = HIXL_UCX_REMOTE_READ | ((pages & kPageWrite) != 0 ? unsigned{HIXL_UCX_REMOTE_WRITE} : 0u);
   MutexLock lock(&mu_);
   if (stopped_) return SUCCESS;
   hixl_ucx_mem_t *mem = nullptr;
   hixl_ucx_status_t st = api_->mem_register(ctx_, reinterpret_cast<void *>(region.addr), region.len,
-                                            HIXL_UCX_MEM_HOST, &mem);
+                                            HIXL_UCX_MEM_HOST, access, &mem);
   const void *rkey = nullptr;
   size_t len = 0;
   if (st == HIXL_UCX_OK) st = api_->mem_rkey(mem, &rkey, &len);
@@ -204,8 +243,13 @@ Status UcxTransport::OnRegister(Region &region) {
     if (mem != nullptr) api_->mem_deregister(mem);
     return SUCCESS;
   }
-  const auto *b = static_cast<const uint8_t *>(rkey);
-  region.sections.push_back({kWireId, std::vector<uint8_t>(b, b + len)});
+  if ((access & HIXL_UCX_REMOTE_WRITE) == 0) {
+    HIXL_LOGI("RegisterMem 0x%zx+%zu: this process may not write all of it; peers over ucx may only read it",
+              static_cast<size_t>(region.addr), region.len);
+  }
+  wire::Section sec{kWireId, {}};
+  EncodeEntryKey(access, rkey, len, &sec.bytes);
+  region.sections.push_back(std::move(sec));
   // The registration is the context's (context_destroy unmaps it): no deleter.
   region.transport_state.emplace_back(kWireId, std::shared_ptr<void>(mem, [](void *) {}));
   return SUCCESS;

@@ -15,8 +15,12 @@
 //   NIC reaches its memory without the target's CPU, so DeregisterMem waits
 //   for the peer's REVOKE_ACK (which the channel holds back while a batch of
 //   its may touch the region).
-// - Registration: each region is mapped (mem_register) and its packed
-//   remote key goes into the region table's section 3.
+// - Registration: each region is mapped (mem_register) with the access this
+//   process has to all of it then (/proc/self/maps): read-write, or read
+//   only (its key carries no remote write access, and initiators refuse a
+//   WRITE into it before posting anything); one it may not read is not
+//   mapped. The access and the packed remote key go into the region
+//   table's section 3.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +36,9 @@
 namespace hixl::ucx {
 
 constexpr uint16_t kWireId = 3;
-// The first byte of the offer and of the answer.
-constexpr uint8_t kHandshakeVersion = 1;
+// The first byte of the offer and of the answer. 2: region entries carry
+// their access before the key (a target of version 1 is not used).
+constexpr uint8_t kHandshakeVersion = 2;
 // What a peer may send us: a worker address (a few hundred bytes with many
 // devices) and a packed remote key (tens of bytes per memory domain). UCX
 // parses both without length checks, so longer ones are refused first.
@@ -43,6 +48,17 @@ constexpr size_t kMaxPackedRkey = 4096;
 // The worker address in a target's answer (empty, with *why, when there is
 // none or it is malformed).
 bool DecodeAnswer(const wire::Sections &sections, std::vector<uint8_t> *address, std::string *why);
+
+// A region entry's section 3: `u8` access (HIXL_UCX_REMOTE_* bits, READ at
+// least), then the packed remote key (1 to kMaxPackedRkey bytes).
+struct EntryKey {
+  unsigned access = 0;
+  const uint8_t *packed = nullptr;
+  size_t len = 0;
+};
+void EncodeEntryKey(unsigned access, const void *packed, size_t len, std::vector<uint8_t> *out);
+// False, with *why, when the entry has no section 3 or a malformed one.
+bool DecodeEntryKey(const wire::Sections &sections, EntryKey *out, std::string *why);
 
 class UcxTransport final : public Transport {
  public:

@@ -133,13 +133,16 @@ hixl_ucx_status_t EpStats(hixl_ucx_ep_t *e, hixl_ucx_ep_stats_t *out) {
 }
 
 hixl_ucx_status_t MemRegister(hixl_ucx_context_t *c, void *addr, size_t len, hixl_ucx_mem_kind_t kind,
-                              hixl_ucx_mem_t **out) {
-  if (c == nullptr || addr == nullptr || len == 0 || out == nullptr) return Invalid("mem_register");
+                              unsigned access, hixl_ucx_mem_t **out) {
+  if (c == nullptr || addr == nullptr || len == 0 || out == nullptr || (access & HIXL_UCX_REMOTE_READ) == 0 ||
+      (access & ~(HIXL_UCX_REMOTE_READ | HIXL_UCX_REMOTE_WRITE)) != 0) {
+    return Invalid("mem_register");
+  }
   Context *ctx = Ctx(c);
   Memory *raw = nullptr;
   hixl_ucx_status_t st = ctx->Call("mem_register", [&] {
     std::unique_ptr<Memory> mem;
-    hixl_ucx_status_t s = Memory::Map(ctx, addr, len, kind, &mem);
+    hixl_ucx_status_t s = Memory::Map(ctx, addr, len, kind, access, &mem);
     if (s != HIXL_UCX_OK) return s;
     raw = mem.get();
     ctx->memories.emplace(raw, std::move(mem));

@@ -17,7 +17,8 @@ class Context;
 class Memory {
  public:
   // Progress thread only.
-  static hixl_ucx_status_t Map(Context *ctx, void *addr, size_t len, hixl_ucx_mem_kind_t kind,
+  // `access`: HIXL_UCX_REMOTE_* bits (READ at least).
+  static hixl_ucx_status_t Map(Context *ctx, void *addr, size_t len, hixl_ucx_mem_kind_t kind, unsigned access,
                                std::unique_ptr<Memory> *out);
   void Unmap();
 
