@@ -179,7 +179,14 @@ class HixlPy {
     std::map<hixl::AscendString, hixl::AscendString> opts;
     for (const auto &[k, v] : options) opts.emplace(ToAscend(k), ToAscend(v));
     Call call(&admission_);
-    return call ? engine_->Initialize(ToAscend(local_engine), opts) : Refused();
+    if (!call) return Refused();
+    // As HIXL's module: a second initialize (no finalize between) is ignored
+    // and returns SUCCESS; the C++ call itself would return FAILED.
+    std::lock_guard<std::mutex> lock(init_mu_);
+    if (initialized_) return hixl::SUCCESS;
+    Status s = engine_->Initialize(ToAscend(local_engine), opts);
+    initialized_ = s == hixl::SUCCESS;
+    return s;
   }
 
   // Called with the GIL held.
@@ -197,6 +204,11 @@ class HixlPy {
       admission_.WaitIdle();
       // An initialize admitted before may have started a new engine since.
       engine_->Finalize();
+      {
+        // Every call admitted before has returned: none can be initializing.
+        std::lock_guard<std::mutex> init_lock(init_mu_);
+        initialized_ = false;
+      }
       std::lock_guard<std::mutex> async_lock(async_mu_);
       live.swap(live_);
       pending_.clear();
@@ -409,6 +421,9 @@ class HixlPy {
   void ResetInChild() {
     admission_.ResetInChild();
     new (&async_mu_) std::mutex();
+    // The parent's engine is not the child's: its initialize is a first one.
+    new (&init_mu_) std::mutex();
+    initialized_ = false;
   }
 
   // Moves the user_data reference of a finished request into *out. Caller
@@ -425,6 +440,8 @@ class HixlPy {
 
   Admission admission_;
   std::unique_ptr<hixl::Hixl> engine_;
+  std::mutex init_mu_;
+  bool initialized_ = false;  // guarded by init_mu_: engine_ was initialized and not finalized since
   std::mutex async_mu_;
   // Requests with user_data not yet reported finished: the references, by
   // address (what the engine hands back), and the address by request.
@@ -460,7 +477,8 @@ void BindEngine(py::module_ &m) {
            py::arg("options") = std::map<std::string, std::string>{}, Release(),
            "Start the engine. local_engine is 'ip:port', 'ip', '[ipv6]:port' or '[ipv6]'; with a port > 0 the "
            "engine also listens there and serves remote engines. options maps option keys (hixl.OPTION_*) to "
-           "string values. A second initialize without finalize returns FAILED.")
+           "string values. A second initialize without finalize returns SUCCESS and changes nothing (as HIXL's "
+           "module; the C++ call returns FAILED).")
       .def("finalize", &HixlPy::Finalize,
            "Stop the engine: fails in-flight transfers, closes links, joins threads. Idempotent. Calls made by other "
            "threads meanwhile return FAILED; calls in flight end early and finalize returns once they have. "

@@ -24,14 +24,14 @@ constexpr int32_t kDefaultTimeoutMs = 1000;  // the C++ API's default
 // binding keeps a reference to it from transfer_async until the request is
 // reported finished, and hands it back in TransferResult.user_data.
 struct PyTransferArgs {
-  py::object user_data = py::none();
+  py::object user_data = py::int_(0);  // HIXL's default
 };
 
 // TransferResult as Python sees it: req is the int that transfer_async
 // returned, user_data the object given in its TransferArgs.
 struct PyTransferResult {
   uintptr_t req = 0;
-  py::object user_data = py::none();
+  py::object user_data = py::int_(0);  // HIXL's: no user_data
   hixl::TransferStatus status = hixl::TransferStatus::WAITING;
 };
 

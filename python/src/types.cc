@@ -182,8 +182,8 @@ void BindDataClasses(py::module_ &m) {
              a.user_data = std::move(user_data);
              return a;
            }),
-           py::arg("user_data") = py::none())
-      .def_readwrite("user_data", &PyTransferArgs::user_data, "Any object (default None).")
+           py::arg("user_data") = 0)
+      .def_readwrite("user_data", &PyTransferArgs::user_data, "Any object (default 0, as HIXL's module).")
       .def("__repr__", [](const PyTransferArgs &a) {
         return "TransferArgs(user_data=" + py::repr(a.user_data).cast<std::string>() + ")";
       });
@@ -217,9 +217,10 @@ void BindDataClasses(py::module_ &m) {
              r.status = status;
              return r;
            }),
-           py::arg("req") = 0, py::arg("user_data") = py::none(), py::arg("status") = hixl::TransferStatus::WAITING)
+           py::arg("req") = 0, py::arg("user_data") = 0, py::arg("status") = hixl::TransferStatus::WAITING)
       .def_readwrite("req", &PyTransferResult::req, "The request handle transfer_async returned (int).")
-      .def_readwrite("user_data", &PyTransferResult::user_data, "The TransferArgs.user_data of that request.")
+      .def_readwrite("user_data", &PyTransferResult::user_data,
+                     "The TransferArgs.user_data of that request (0 when it had none).")
       .def_readwrite("status", &PyTransferResult::status, "Its TransferStatus.")
       .def("__repr__", [](const PyTransferResult &r) {
         return "TransferResult(req=" + Hex(r.req) + ", user_data=" + py::repr(r.user_data).cast<std::string>() +

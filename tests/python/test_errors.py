@@ -1,6 +1,8 @@
 """Error statuses for bad arguments and wrong states (never exceptions), and
 TypeError for arguments of the wrong Python type."""
 
+import socket
+
 import numpy as np
 import pytest
 
@@ -37,9 +39,26 @@ def test_initialize_errors(engine):
     assert engine.initialize("127.0.0.1", {hixl.OPTION_GLOBAL_RESOURCE_CONFIG: "{not json"}) == hixl.PARAM_INVALID
     assert engine.initialize("127.0.0.1", {hixl.OPTION_ENABLE_USE_FABRIC_MEM: "1"}) == hixl.UNSUPPORTED
     assert engine.initialize("127.0.0.1", {"SomeUnknownKey": "x"}) == hixl.SUCCESS  # ignored, logged
-    assert engine.initialize("127.0.0.1") == hixl.FAILED  # already initialized
     engine.finalize()
     assert engine.initialize("127.0.0.1", options={hixl.OPTION_BUFFER_POOL: "0:0"}) == hixl.SUCCESS
+
+
+def test_initialize_again_is_ignored(engine):
+    """As HIXL's module: a second initialize without finalize returns SUCCESS
+    and changes nothing (it returned FAILED, the C++ call's status)."""
+    assert engine.initialize("127.0.0.1") == hixl.SUCCESS
+    port = free_port()
+    assert engine.initialize(f"127.0.0.1:{port}") == hixl.SUCCESS
+    assert engine.initialize("not-an-address") == hixl.SUCCESS  # not even looked at
+    probe = socket.socket()
+    try:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0, "the ignored initialize started a listener"
+    finally:
+        probe.close()
+    engine.finalize()
+    assert engine.initialize(f"127.0.0.1:{port}") == hixl.SUCCESS  # after finalize it is a first one
+    probe = socket.create_connection(("127.0.0.1", port), timeout=5)
+    probe.close()
 
 
 def test_argument_errors(engine):

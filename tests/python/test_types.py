@@ -29,7 +29,7 @@ def test_transfer_op_desc():
 
 
 def test_transfer_args_and_result():
-    assert hixl.TransferArgs().user_data is None
+    assert hixl.TransferArgs().user_data == 0  # HIXL's default
     marker = object()
     assert hixl.TransferArgs(marker).user_data is marker
     assert hixl.TransferArgs(user_data=42).user_data == 42  # HIXL passes ints
@@ -38,7 +38,7 @@ def test_transfer_args_and_result():
     assert a.user_data == [1, 2]
 
     r = hixl.TransferResult()
-    assert (r.req, r.user_data, r.status) == (0, None, hixl.TransferStatus.WAITING)
+    assert (r.req, r.user_data, r.status) == (0, 0, hixl.TransferStatus.WAITING)
     r = hixl.TransferResult(req=5, user_data="x", status=hixl.TransferStatus.COMPLETED)
     assert (r.req, r.user_data, r.status) == (5, "x", hixl.TransferStatus.COMPLETED)
     assert "COMPLETED" in repr(r)
