@@ -1,9 +1,10 @@
 // kv_unit_test.cc: the KV-cache layer's pieces on their own: the cache table
 // codec (round trip, a torn image, hostile bytes), transfer plans (merging,
 // groups, which blocks a failed group names), layer ranges, element sizes,
-// and the ready notice.
+// the ready notice and the options.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "cache_table.h"
@@ -241,6 +242,52 @@ TEST(Options, CheckedAndPassedOnToHixl) {
   EXPECT_EQ(engine, "[fe80::1]:1");
   EXPECT_FALSE(ParseListen("10.0.0.1:0", &engine));
   EXPECT_FALSE(ParseListen("10.0.0.1", &engine));
+}
+
+// LLM-DataDist's default backend takes any uint32 RDMA class (HCCL's);
+// what hixl's RDMA cannot use is not passed on. Its hixl backend passes
+// them on as they are, and hixl refuses them (as in LLM-DataDist).
+TEST(Options, RdmaClassesAndLinkTimes) {
+  std::map<AscendString, AscendString> in{{OPTION_DEVICE_ID, "0"},
+                                          {"llm.RdmaServiceLevel", "100"},
+                                          {"llm.RdmaTrafficClass", "300"},
+                                          {"llm.LinkTotalTime", "20"},
+                                          {"llm.LinkRetryCount", "80"}};
+  DataDistOptions o;
+  ASSERT_EQ(ParseOptions(in, &o), LLM_SUCCESS);
+  EXPECT_EQ(o.hixl.count(hixl::OPTION_RDMA_SERVICE_LEVEL), 0u);
+  EXPECT_EQ(o.hixl.count(hixl::OPTION_RDMA_TRAFFIC_CLASS), 0u);
+  EXPECT_FALSE(o.hixl_backend);
+  EXPECT_EQ(LinkTimeoutMs(o), 20000);
+  in["llm.RdmaTrafficClass"] = "132";
+  in["llm.RdmaServiceLevel"] = "7";
+  DataDistOptions ok;
+  ASSERT_EQ(ParseOptions(in, &ok), LLM_SUCCESS);
+  EXPECT_STREQ(ok.hixl[hixl::OPTION_RDMA_TRAFFIC_CLASS].GetString(), "132");
+  EXPECT_STREQ(ok.hixl[hixl::OPTION_RDMA_SERVICE_LEVEL].GetString(), "7");
+  in["llm.RdmaServiceLevel"] = "100";
+  in[OPTION_TRANSFER_BACKEND] = "hixl";
+  DataDistOptions h;
+  ASSERT_EQ(ParseOptions(in, &h), LLM_SUCCESS);
+  EXPECT_TRUE(h.hixl_backend);
+  EXPECT_STREQ(h.hixl[hixl::OPTION_RDMA_SERVICE_LEVEL].GetString(), "100");  // hixl refuses it at Initialize
+  for (const auto &bad : std::vector<std::pair<const char *, const char *>>{{"llm.RdmaServiceLevel", "-1"},
+                                                                           {"llm.RdmaServiceLevel", "4294967296"},
+                                                                           {"llm.RdmaTrafficClass", "x"},
+                                                                           {"llm.LinkRetryCount", "0"},
+                                                                           {"llm.LinkRetryCount", "101"},
+                                                                           {"llm.LinkTotalTime", "-1"}}) {
+    auto b = in;
+    b[bad.first] = bad.second;
+    DataDistOptions out;
+    EXPECT_EQ(ParseOptions(b, &out), LLM_PARAM_INVALID) << bad.first << "=" << bad.second;
+  }
+  DataDistOptions unset;
+  unsetenv("HCCL_CONNECT_TIMEOUT");
+  EXPECT_EQ(LinkTimeoutMs(unset), 120000);
+  setenv("HCCL_CONNECT_TIMEOUT", "7", 1);
+  EXPECT_EQ(LinkTimeoutMs(unset), 7000);
+  unsetenv("HCCL_CONNECT_TIMEOUT");
 }
 
 }  // namespace
