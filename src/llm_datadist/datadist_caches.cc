@@ -85,7 +85,7 @@ Status LlmDataDist::LlmDataDistImpl::RegisterRange(uint64_t addr, uint64_t len, 
   auto key = std::make_pair(addr, len);
   auto it = ranges_.find(key);
   if (it != ranges_.end()) {
-    ++it->second.second;
+    ++it->second.users;
     return LLM_SUCCESS;
   }
   hixl::MemDesc d{};
@@ -93,7 +93,7 @@ Status LlmDataDist::LlmDataDistImpl::RegisterRange(uint64_t addr, uint64_t len, 
   d.len = static_cast<size_t>(len);
   hixl::MemHandle h = nullptr;
   const hixl::MemType type = placement == CachePlacement::kHost ? hixl::MEM_HOST : hixl::MEM_DEVICE;
-  hixl::Status hs = engine_->RegisterMem(d, type, h);
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.RegisterMem(d, type, h); });
   if (hs == hixl::UNSUPPORTED && type == hixl::MEM_DEVICE) {
     LLM_LOGE("RegisterKvCache: placement kDevice is hixl's MEM_DEVICE, which this build or host does not support "
              "(no accelerator runtime); use kHost for host memory");
@@ -103,14 +103,23 @@ Status LlmDataDist::LlmDataDistImpl::RegisterRange(uint64_t addr, uint64_t len, 
     LLM_LOGE("RegisterKvCache: hixl refused 0x%" PRIx64 "+%" PRIu64 " (hixl status %u)", addr, len, hs);
     return FromHixl(hs);
   }
-  ranges_[key] = {h, 1};
+  ranges_[key] = RangeReg{h, 1, type};
   return LLM_SUCCESS;
 }
 
 void LlmDataDist::LlmDataDistImpl::ReleaseRanges(const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+  // Caller holds mu_. Only on failed registrations: no peer has seen these
+  // caches, so a range no cache uses is deregistered at once.
   for (const auto &r : ranges) {
     auto it = ranges_.find(r);
-    if (it != ranges_.end() && --it->second.second == 0) ranges_.erase(it);
+    if (it == ranges_.end() || --it->second.users > 0) continue;
+    const hixl::MemHandle h = it->second.handle;
+    ranges_.erase(it);
+    hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.DeregisterMem(h); });
+    if (hs != hixl::SUCCESS) {
+      LLM_LOGW("0x%" PRIx64 "+%" PRIu64 " stays registered: hixl could not deregister it (hixl status %u)", r.first,
+               r.second, hs);
+    }
   }
 }
 
@@ -284,6 +293,7 @@ Status LlmDataDist::LlmDataDistImpl::DeallocateCache(int64_t cache_id) {
 Status LlmDataDist::LlmDataDistImpl::DropCache(const char *call, int64_t cache_id, bool allocated) {
   std::vector<hixl::MemHandle> handles;
   LocalCache gone;
+  uint64_t gen = 0;  // the engine the handles are of
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!initialized_) {
@@ -307,16 +317,22 @@ Status LlmDataDist::LlmDataDistImpl::DropCache(const char *call, int64_t cache_i
     if (s != LLM_SUCCESS) return s;
     for (const auto &r : gone.regions) {
       auto rit = ranges_.find(r);
-      if (rit != ranges_.end() && --rit->second.second == 0) {
-        handles.push_back(rit->second.first);
+      if (rit != ranges_.end() && --rit->second.users == 0) {
+        handles.push_back(rit->second.handle);
         ranges_.erase(rit);
       }
     }
+    std::shared_lock<std::shared_mutex> reader(engine_mu_);
+    gen = engine_gen_;
   }
   // Without mu_: hixl waits here for transfers in flight and for peers to let go.
   Status result = LLM_SUCCESS;
   for (hixl::MemHandle h : handles) {
-    hixl::Status hs = engine_->DeregisterMem(h);
+    hixl::Status hs = OnEngine([&](hixl::Hixl &e) {
+      // The engine was replaced meanwhile (SetRole, Link): the memory went
+      // with the old one, and was not registered with this one.
+      return gen == engine_gen_ ? e.DeregisterMem(h) : hixl::SUCCESS;
+    });
     if (hs != hixl::SUCCESS) {
       LLM_LOGE("%s: cache %" PRId64 ": hixl could not deregister its memory (hixl status %u): it must stay mapped",
                call, cache_id, hs);

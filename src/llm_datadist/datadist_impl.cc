@@ -85,7 +85,10 @@ Status LlmDataDist::LlmDataDistImpl::Initialize(const std::map<AscendString, Asc
     if (read_buf != nullptr) munmap(read_buf, kTableMapBytes);
     return LLM_OUT_OF_MEMORY;
   }
-  engine_ = std::move(engine);
+  {
+    std::unique_lock<std::shared_mutex> writer(engine_mu_);
+    engine_ = std::move(engine);
+  }
   opts_ = std::move(opts);
   table_ = table;
   read_buf_ = read_buf;
@@ -115,8 +118,15 @@ void LlmDataDist::LlmDataDistImpl::Finalize() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!initialized_) return;
   initialized_ = false;
-  engine_->Finalize();  // closes every link; no engine thread touches our memory after it
-  engine_.reset();
+  // Closes every link and fails the calls in it (hixl's Finalize may run
+  // beside them); no engine thread touches our memory after it. The engine
+  // goes once the calls in it have returned.
+  engine_->Finalize();
+  {
+    std::unique_lock<std::shared_mutex> writer(engine_mu_);
+    engine_.reset();
+    ++engine_gen_;
+  }
   links_.clear();
   link_busy_.clear();
   ranges_.clear();
@@ -128,39 +138,6 @@ void LlmDataDist::LlmDataDistImpl::Finalize() {
   munmap(read_buf_, kTableMapBytes);
   table_ = read_buf_ = nullptr;
   table_handle_ = read_handle_ = nullptr;
-}
-
-Status LlmDataDist::LlmDataDistImpl::SetRole(LlmRole role, const std::map<AscendString, AscendString> &options) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!initialized_) {
-    LLM_LOGE("SetRole: not initialized");
-    return LLM_FAILED;
-  }
-  if (!ValidRole(role)) {
-    LLM_LOGE("SetRole: role %d is not kPrompt, kDecoder or kMix", static_cast<int>(role));
-    return LLM_PARAM_INVALID;
-  }
-  if (!links_.empty() || !link_busy_.empty()) {
-    LLM_LOGE("SetRole: %zu link(s) still up; unlink every cluster first", links_.size() + link_busy_.size());
-    return LLM_EXIST_LINK;
-  }
-  auto it = options.find(AscendString(OPTION_LISTEN_IP_INFO));
-  if (it != options.end()) {
-    std::string listen;
-    if (!ParseListen(std::string(it->second.GetString(), it->second.GetLength()), &listen)) {
-      LLM_LOGE("SetRole: option %s must be \"ip:port\" (it is \"%s\")", OPTION_LISTEN_IP_INFO, it->second.GetString());
-      return LLM_PARAM_INVALID;
-    }
-    if (listen != opts_.listen) {
-      // As LLM-DataDist's hixl backend: the engine's address is fixed at Initialize.
-      LLM_LOGE("SetRole: the hixl backend cannot move its listen address from \"%s\" to %s; Finalize and "
-               "Initialize again",
-               opts_.listen.c_str(), listen.c_str());
-      return LLM_FEATURE_NOT_ENABLED;
-    }
-  }
-  role_ = role;
-  return LLM_SUCCESS;
 }
 
 Status LlmDataDist::LlmDataDistImpl::CheckClusters(const char *call, size_t clusters, int32_t timeout_ms) {
@@ -226,7 +203,7 @@ Status LlmDataDist::LlmDataDistImpl::LinkOne(const ClusterInfo &cluster, int32_t
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   Status result = LLM_SUCCESS;
   uint64_t table_addr = 0;
-  hixl::Status hs = engine_->Connect(remote.c_str(), timeout_ms);
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.Connect(remote.c_str(), timeout_ms); });
   if (hs == hixl::ALREADY_CONNECTED) {
     LLM_LOGE("LinkLlmClusters: %s (cluster %" PRIu64 ") is linked already under another cluster id", remote.c_str(),
              id);
@@ -235,7 +212,7 @@ Status LlmDataDist::LlmDataDistImpl::LinkOne(const ClusterInfo &cluster, int32_t
     LLM_LOGE("LinkLlmClusters: cannot reach cluster %" PRIu64 " at %s (hixl status %u)", id, remote.c_str(), hs);
     result = LLM_LINK_FAILED;
   } else if (FindPeerTable(remote, id, deadline, &table_addr) != LLM_SUCCESS) {
-    engine_->Disconnect(remote.c_str(), timeout_ms);
+    OnEngine([&](hixl::Hixl &e) { return e.Disconnect(remote.c_str(), timeout_ms); });
     result = LLM_LINK_FAILED;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -251,7 +228,9 @@ Status LlmDataDist::LlmDataDistImpl::FindPeerTable(const std::string &remote, ui
                                                    Clock::time_point deadline, uint64_t *table_addr) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   std::vector<hixl::MemDesc> mems;
-  hixl::Status hs = engine_->GetRemoteMems(remote.c_str(), mems, static_cast<int32_t>(std::max<int64_t>(left, 1)));
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) {
+    return e.GetRemoteMems(remote.c_str(), mems, static_cast<int32_t>(std::max<int64_t>(left, 1)));
+  });
   if (hs != hixl::SUCCESS) {
     LLM_LOGE("LinkLlmClusters: %s did not list its memory (hixl status %u)", remote.c_str(), hs);
     return FromHixl(hs);
@@ -301,7 +280,7 @@ Status LlmDataDist::LlmDataDistImpl::UnlinkOne(const ClusterInfo &cluster, int32
     links_.erase(it);
     link_busy_.insert(id);
   }
-  hixl::Status hs = engine_->Disconnect(link.remote.c_str(), timeout_ms);
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.Disconnect(link.remote.c_str(), timeout_ms); });
   std::lock_guard<std::mutex> lock(mu_);
   link_busy_.erase(id);
   if (hs != hixl::SUCCESS && hs != hixl::NOT_CONNECTED) {
@@ -338,7 +317,7 @@ Status LlmDataDist::LlmDataDistImpl::NotifyReady(uint64_t dst_cluster_id, const 
     LLM_LOGE("NotifyKvReady: timeout %d ms", timeout_ms);
     return LLM_PARAM_INVALID;
   }
-  hixl::Status hs = engine_->SendNotify(link.remote.c_str(), notify, timeout_ms);
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.SendNotify(link.remote.c_str(), notify, timeout_ms); });
   if (hs != hixl::SUCCESS) {
     LLM_LOGE("NotifyKvReady: cluster %" PRIu64 " at %s: hixl status %u", dst_cluster_id, link.remote.c_str(), hs);
   }
@@ -354,7 +333,7 @@ Status LlmDataDist::LlmDataDistImpl::GetReady(std::vector<KvReadyInfo> &ready) {
     }
   }
   std::vector<hixl::NotifyDesc> notifies;
-  hixl::Status hs = engine_->GetNotifies(notifies);
+  hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.GetNotifies(notifies); });
   if (hs != hixl::SUCCESS) return FromHixl(hs);
   ready.clear();
   for (const hixl::NotifyDesc &n : notifies) {

@@ -11,8 +11,14 @@
 // push tasks).
 //
 // Every call may come from any thread; Finalize must not race the others
-// (as in LLM-DataDist). mu_ guards the members marked so; engine_ is set by
-// Initialize and reset by Finalize only, so calls use it without mu_.
+// (as in LLM-DataDist). mu_ guards the members marked so. engine_ is
+// replaced by SetRole and Link (a listener moved: a new engine, this side's
+// memory registered again) and reset by Finalize: every call into it holds
+// engine_mu_ shared (OnEngine), for that call only. Lock order: mu_, then
+// engine_mu_; read_mu_ and tasks_mu_ are taken alone or before engine_mu_.
+//
+// The code is split by concern as said above, and datadist_listener.cc
+// (SetRole, moving the listener).
 #pragma once
 
 #include <chrono>
@@ -21,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +58,13 @@ struct LocalCache {
 struct PeerLink {
   std::string remote;       // its hixl engine name
   uint64_t table_addr = 0;  // its cache table
+};
+
+// A range of memory registered with the engine, shared by the caches in it.
+struct RangeReg {
+  hixl::MemHandle handle = nullptr;
+  int users = 0;
+  hixl::MemType type = hixl::MEM_HOST;
 };
 
 // A remote cache as its table lists it, checked.
@@ -84,12 +98,14 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   // datadist_impl.cc
   Status Initialize(const std::map<AscendString, AscendString> &options);
   void Finalize();
-  Status SetRole(LlmRole role, const std::map<AscendString, AscendString> &options);
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets, int32_t timeout_ms);
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets, int32_t timeout_ms);
   Status NotifyReady(uint64_t dst_cluster_id, const std::string &tag, Status status,
                      const std::vector<int32_t> &failed_layers, int32_t timeout_ms);
   Status GetReady(std::vector<KvReadyInfo> &ready);
+
+  // datadist_listener.cc
+  Status SetRole(LlmRole role, const std::map<AscendString, AscendString> &options);
 
   // datadist_caches.cc
   Status RegisterCache(const CacheDesc &desc, const std::vector<uint64_t> &addrs, const std::vector<KvCacheKey> &keys,
@@ -127,6 +143,15 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   uint64_t cluster_id() const { return cluster_id_; }
   int32_t sync_timeout_ms() const { return opts_.sync_timeout_ms; }
 
+  // f(engine) with engine_mu_ held shared: the engine is neither replaced nor
+  // destroyed meanwhile (Finalize may end it, which fails the call). FAILED
+  // without an engine. Never called holding engine_mu_.
+  template <typename F>
+  hixl::Status OnEngine(F &&f) {
+    std::shared_lock<std::shared_mutex> lock(engine_mu_);
+    return engine_ ? f(*engine_) : hixl::FAILED;
+  }
+
  private:
   // datadist_impl.cc
   // LLM_FAILED before Initialize; LLM_PARAM_INVALID, LLM_CLUSTER_NUM_EXCEED_LIMIT.
@@ -141,6 +166,7 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   // datadist_caches.cc
   // Registers [addr, addr+len) with the engine, counted (regions may be shared).
   Status RegisterRange(uint64_t addr, uint64_t len, CachePlacement placement);
+  // Undoes RegisterRange (deregistering a range no cache uses any more).
   void ReleaseRanges(const std::vector<std::pair<uint64_t, uint64_t>> &ranges);
   // Writes the table image for the caches now listed. Caller holds mu_.
   Status PublishLocked();
@@ -152,6 +178,14 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   // Unlists the cache, then deregisters its memory (without mu_).
   Status DropCache(const char *call, int64_t cache_id, bool allocated);
 
+  // datadist_listener.cc
+  // Replaces the engine with one at `listen` ("ip:port"; empty: a client),
+  // with this side's memory registered in it; the old one is finalized
+  // after. On failure nothing changes. Caller holds mu_, and no link is up
+  // or being made (a new engine has none).
+  Status MoveListenerLocked(const char *call, const std::string &listen);
+  bool AnyLinkLocked() const { return !links_.empty() || !link_busy_.empty(); }
+
   // datadist_transfer.cc
   // Transfer's work; *moved once bytes may have moved.
   Status RunTransfer(const KvOp &op, KvTransferReport *report, bool *moved);
@@ -160,8 +194,12 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
 
   const uint64_t cluster_id_;
   LlmRole role_;  // guarded by mu_
-  DataDistOptions opts_;
+  DataDistOptions opts_;  // set by Initialize; listen changes under mu_ (SetRole, Link)
+
+  std::shared_mutex engine_mu_;
+  // Written holding mu_ and engine_mu_ (exclusive): either one suffices to read it.
   std::unique_ptr<hixl::Hixl> engine_;
+  uint64_t engine_gen_ = 0;  // as engine_; counts engines replaced (handles of an older one are void)
 
   std::mutex mu_;
   bool initialized_ = false;                 // guarded by mu_
@@ -169,15 +207,15 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   std::set<uint64_t> link_busy_;             // guarded by mu_; clusters being linked or unlinked
   std::map<int64_t, LocalCache> caches_;     // guarded by mu_
   int64_t next_cache_id_ = 1;                // guarded by mu_
-  // Registered ranges: (addr, len) -> (handle, users).
-  std::map<std::pair<uint64_t, uint64_t>, std::pair<hixl::MemHandle, int>> ranges_;  // guarded by mu_
+  // Registered ranges by (addr, len); their handles change with the engine.
+  std::map<std::pair<uint64_t, uint64_t>, RangeReg> ranges_;  // guarded by mu_
   uint64_t table_generation_ = 0;            // guarded by mu_
   uint8_t *table_ = nullptr;                 // this side's table (kTableMapBytes), written under mu_
-  hixl::MemHandle table_handle_ = nullptr;
+  hixl::MemHandle table_handle_ = nullptr;   // guarded by mu_
   // Where peers' tables are read into (registered: no staging copy).
   std::mutex read_mu_;
   uint8_t *read_buf_ = nullptr;              // guarded by read_mu_ (contents)
-  hixl::MemHandle read_handle_ = nullptr;
+  hixl::MemHandle read_handle_ = nullptr;    // guarded by mu_
   std::mutex tasks_mu_;
   std::vector<std::shared_ptr<CacheTask::Impl>> tasks_;  // guarded by tasks_mu_
 };

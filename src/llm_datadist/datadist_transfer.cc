@@ -90,7 +90,7 @@ Status LlmDataDist::LlmDataDistImpl::ReadPeerTable(const std::string &remote, ui
     int32_t ms = MillisLeft(deadline);
     if (ms == 0) break;
     std::vector<hixl::TransferOpDesc> first{{buf, table_addr, kTableFirstRead}};
-    hixl::Status hs = engine_->TransferSync(remote.c_str(), hixl::READ, first, ms);
+    hixl::Status hs = OnEngine([&](hixl::Hixl &e) { return e.TransferSync(remote.c_str(), hixl::READ, first, ms); });
     uint64_t used = 0;
     if (hs == hixl::SUCCESS && PeekUsedBytes(read_buf_, kTableFirstRead, &used, &why) != TableRead::kOk) {
       LLM_LOGE("the table of %s: %s", remote.c_str(), why.c_str());
@@ -99,7 +99,7 @@ Status LlmDataDist::LlmDataDistImpl::ReadPeerTable(const std::string &remote, ui
     if (hs == hixl::SUCCESS && used > kTableFirstRead && (ms = MillisLeft(deadline)) > 0) {
       std::vector<hixl::TransferOpDesc> rest{{buf + kTableFirstRead, table_addr + kTableFirstRead,
                                               static_cast<size_t>(used - kTableFirstRead)}};
-      hs = engine_->TransferSync(remote.c_str(), hixl::READ, rest, ms);
+      hs = OnEngine([&](hixl::Hixl &e) { return e.TransferSync(remote.c_str(), hixl::READ, rest, ms); });
     }
     if (hs != hixl::SUCCESS) {
       LLM_LOGE("reading the cache table of %s failed (hixl status %u)", remote.c_str(), hs);
@@ -161,7 +161,8 @@ Status LlmDataDist::LlmDataDistImpl::Move(const char *call, const std::string &r
     if (ms > 0) {
       std::vector<hixl::TransferOpDesc> group(plan->descs.begin() + static_cast<ptrdiff_t>(bounds[g]),
                                               plan->descs.begin() + static_cast<ptrdiff_t>(bounds[g + 1]));
-      hs = engine_->TransferSync(remote.c_str(), push ? hixl::WRITE : hixl::READ, group, ms);
+      hs = OnEngine(
+          [&](hixl::Hixl &e) { return e.TransferSync(remote.c_str(), push ? hixl::WRITE : hixl::READ, group, ms); });
     }
     if (hs != hixl::SUCCESS) {
       MarkUnits(*plan, bounds[g], plan->descs.size(), failed);

@@ -10,6 +10,7 @@
 //   DIGEST <id> <t0> <t1> <units,|->  -> OK <hash>  (kv_memory.h; "-": every unit)
 //   ADDRS <id>                 -> OK <tensor addresses,>
 //   LINK <cluster> <ip> <port> -> OK | ERR <status>
+//   UNLINK <cluster>           -> OK | ERR <status>
 //   READY                      -> OK <n> [<cluster>:<status>:<failed layers,|->:<tag>]...
 //   QUIT                       -> OK, then Finalize and exit 0
 //
@@ -195,6 +196,12 @@ int main(int argc, char **argv) {
       info.remote_ip_infos.push_back(remote);
       std::vector<Status> rets;
       s = dd.LinkLlmClusters({info}, rets, 10000);
+      Reply(s == llm_datadist::LLM_SUCCESS ? "OK" : Err(s));
+    } else if (cmd == "UNLINK") {
+      llm_datadist::ClusterInfo info{};
+      in >> info.remote_cluster_id;
+      std::vector<Status> rets;
+      s = dd.UnlinkLlmClusters({info}, rets, 5000);
       Reply(s == llm_datadist::LLM_SUCCESS ? "OK" : Err(s));
     } else if (cmd == "READY") {
       std::vector<llm_datadist::KvReadyInfo> ready;

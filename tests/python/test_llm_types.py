@@ -109,9 +109,6 @@ def test_calls_before_init_and_registration_statuses():
         cache = cm.allocate_blocks_cache(host, ld.BlocksCacheKey(0, 1))
         assert len(cache.tensor_addrs) == 2 and cache.tensor_addrs[1] - cache.tensor_addrs[0] == 4 * 64 * 2
         cm.deallocate_blocks_cache(cache)
-        with pytest.raises(ld.LLMException) as e:
-            dd.switch_role(ld.LLMRole.PROMPT, {"llm.listenIpInfo": "127.0.0.1:1"})
-        assert e.value.status_code == ld.LLMStatusCode.LLM_FEATURE_NOT_ENABLED
         dd.switch_role(ld.LLMRole.PROMPT)
         with pytest.raises(ld.LLMException) as e:
             dd.link("comm", {1: 0, 2: 1}, "{}")
