@@ -248,6 +248,9 @@ class ASCEND_FUNC_VISIBILITY CacheTask {
   std::shared_ptr<Impl> impl_;
 };
 
+// Python's RegisterMemStatus: how the memory exchange of a Link is going.
+enum class RegisterMemStatus : int32_t { kOk = 0, kPreparing = 1, kFailed = 2 };
+
 // Data-ordered completion at the receiving side: a peer that pushed into
 // this side's caches says it is done; seen only after its data.
 struct KvReadyInfo {
@@ -328,6 +331,22 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
                        int32_t timeout_in_millis = 1000);
   // Hands over (and forgets) the notices received so far, from every peer.
   Status GetReadyKv(std::vector<KvReadyInfo> &ready);
+
+  // LLM-DataDist's two-sided link (Python's LLMDataDist.link): a domain of
+  // 2 to 4 clusters, cluster_rank_info mapping each cluster id to its rank
+  // in rank_table (HCCL's JSON: server_list[].device[] with rank_id,
+  // device_ip and an optional device_port, default 16666). Every member
+  // calls it; each listens at its rank's address and links to every other
+  // member, so that any member pulls from and pushes to any other. It waits
+  // up to timeout_in_millis (-1: llm.LinkTotalTime, HCCL_CONNECT_TIMEOUT,
+  // or 120 s) for the others; a member not reached by then fails it
+  // (LLM_LINK_FAILED) and leaves nothing linked. comm_id names the domain.
+  Status Link(const AscendString &comm_name, const std::map<uint64_t, uint32_t> &cluster_rank_info,
+              const AscendString &rank_table, uint64_t &comm_id, int32_t timeout_in_millis = -1);
+  // Unlinks this side from the domain's members (LLM_NOT_YET_LINK: no such domain).
+  Status Unlink(uint64_t comm_id);
+  // kOk once Link returned (the memory is exchanged by then).
+  Status QueryRegisterMemStatus(uint64_t comm_id, RegisterMemStatus &status);
 
  private:
   class LlmDataDistImpl;

@@ -94,6 +94,7 @@ Status LlmDataDist::LlmDataDistImpl::Initialize(const std::map<AscendString, Asc
   read_buf_ = read_buf;
   table_generation_ = 0;
   next_cache_id_ = 1;
+  next_comm_id_ = 1;
   s = PublishLocked();
   if (s != LLM_SUCCESS) return s;
   initialized_ = true;
@@ -129,6 +130,7 @@ void LlmDataDist::LlmDataDistImpl::Finalize() {
   }
   links_.clear();
   link_busy_.clear();
+  comms_.clear();
   ranges_.clear();
   for (auto &kv : caches_) {
     UnmapHostCache(&kv.second.alloc);

@@ -18,7 +18,8 @@
 // engine_mu_; read_mu_ and tasks_mu_ are taken alone or before engine_mu_.
 //
 // The code is split by concern as said above, and datadist_listener.cc
-// (SetRole, moving the listener).
+// (SetRole, moving the listener) and datadist_comm.cc (Link with a rank
+// table: LLM-DataDist's two-sided link).
 #pragma once
 
 #include <chrono>
@@ -58,6 +59,13 @@ struct LocalCache {
 struct PeerLink {
   std::string remote;       // its hixl engine name
   uint64_t table_addr = 0;  // its cache table
+  uint64_t comm_id = 0;     // the Link (rank table) that made it; 0: LinkLlmClusters
+};
+
+// A domain of Link: the other members, linked from this side.
+struct CommDomain {
+  std::string name;
+  std::vector<uint64_t> members;  // cluster ids
 };
 
 // A range of memory registered with the engine, shared by the caches in it.
@@ -106,6 +114,12 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
 
   // datadist_listener.cc
   Status SetRole(LlmRole role, const std::map<AscendString, AscendString> &options);
+
+  // datadist_comm.cc
+  Status Link(const std::string &comm_name, const std::map<uint64_t, uint32_t> &cluster_rank_info,
+              const std::string &rank_table, int32_t timeout_ms, uint64_t &comm_id);
+  Status Unlink(uint64_t comm_id);
+  Status QueryRegisterMemStatus(uint64_t comm_id, RegisterMemStatus &status);
 
   // datadist_caches.cc
   Status RegisterCache(const CacheDesc &desc, const std::vector<uint64_t> &addrs, const std::vector<KvCacheKey> &keys,
@@ -184,7 +198,13 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   // after. On failure nothing changes. Caller holds mu_, and no link is up
   // or being made (a new engine has none).
   Status MoveListenerLocked(const char *call, const std::string &listen);
-  bool AnyLinkLocked() const { return !links_.empty() || !link_busy_.empty(); }
+  bool AnyLinkLocked() const { return !links_.empty() || !link_busy_.empty() || !comms_.empty(); }
+
+  // datadist_comm.cc
+  // Links this side to `remote` (cluster `id`), trying again until
+  // `deadline` while it is not reachable yet; link->remote is set once
+  // connected (also when the call then fails). Caller marked the cluster busy.
+  Status LinkMember(uint64_t id, const std::string &remote, Clock::time_point deadline, PeerLink *link);
 
   // datadist_transfer.cc
   // Transfer's work; *moved once bytes may have moved.
@@ -205,6 +225,8 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
   bool initialized_ = false;                 // guarded by mu_
   std::map<uint64_t, PeerLink> links_;       // guarded by mu_; by cluster id
   std::set<uint64_t> link_busy_;             // guarded by mu_; clusters being linked or unlinked
+  std::map<uint64_t, CommDomain> comms_;     // guarded by mu_; by comm id
+  uint64_t next_comm_id_ = 1;                // guarded by mu_
   std::map<int64_t, LocalCache> caches_;     // guarded by mu_
   int64_t next_cache_id_ = 1;                // guarded by mu_
   // Registered ranges by (addr, len); their handles change with the engine.

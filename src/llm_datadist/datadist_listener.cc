@@ -50,8 +50,8 @@ Status LlmDataDist::LlmDataDistImpl::SetRole(LlmRole role, const std::map<Ascend
     return LLM_SUCCESS;
   }
   if (AnyLinkLocked()) {
-    LLM_LOGE("SetRole: %zu link(s) still up or being made; unlink every cluster first",
-             links_.size() + link_busy_.size());
+    LLM_LOGE("SetRole: %zu link(s) and %zu domain(s) still up or being made; unlink every cluster first",
+             links_.size() + link_busy_.size(), comms_.size());
     return LLM_EXIST_LINK;
   }
   if (target != opts_.listen) {

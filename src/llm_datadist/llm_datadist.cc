@@ -177,4 +177,14 @@ Status LlmDataDist::NotifyKvReady(uint64_t dst_cluster_id, const AscendString &t
 }
 Status LlmDataDist::GetReadyKv(std::vector<KvReadyInfo> &ready) { return impl_->GetReady(ready); }
 
+Status LlmDataDist::Link(const AscendString &comm_name, const std::map<uint64_t, uint32_t> &cluster_rank_info,
+                         const AscendString &rank_table, uint64_t &comm_id, int32_t timeout_in_millis) {
+  return impl_->Link(std::string(comm_name.GetString(), comm_name.GetLength()), cluster_rank_info,
+                     std::string(rank_table.GetString(), rank_table.GetLength()), timeout_in_millis, comm_id);
+}
+Status LlmDataDist::Unlink(uint64_t comm_id) { return impl_->Unlink(comm_id); }
+Status LlmDataDist::QueryRegisterMemStatus(uint64_t comm_id, RegisterMemStatus &status) {
+  return impl_->QueryRegisterMemStatus(comm_id, status);
+}
+
 }  // namespace llm_datadist

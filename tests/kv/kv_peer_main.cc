@@ -11,6 +11,11 @@
 //   ADDRS <id>                 -> OK <tensor addresses,>
 //   LINK <cluster> <ip> <port> -> OK | ERR <status>
 //   UNLINK <cluster>           -> OK | ERR <status>
+//   COMMLINK <name> <cluster:rank,...> <timeout_ms> <rank table, JSON without spaces>
+//                              -> OK <comm_id> | ERR <status>   (LlmDataDist::Link)
+//   COMMUNLINK <comm_id>       -> OK | ERR <status>
+//   PULLB <cluster> <remote cache id> <local cache id> <blocks,>
+//                              -> OK | ERR <status>  (the same block ids on both sides)
 //   READY                      -> OK <n> [<cluster>:<status>:<failed layers,|->:<tag>]...
 //   QUIT                       -> OK, then Finalize and exit 0
 //
@@ -202,6 +207,35 @@ int main(int argc, char **argv) {
       in >> info.remote_cluster_id;
       std::vector<Status> rets;
       s = dd.UnlinkLlmClusters({info}, rets, 5000);
+      Reply(s == llm_datadist::LLM_SUCCESS ? "OK" : Err(s));
+    } else if (cmd == "COMMLINK") {
+      std::string name, members, table;
+      int32_t timeout_ms = 0;
+      in >> name >> members >> timeout_ms >> table;
+      std::map<uint64_t, uint32_t> ranks;
+      std::istringstream m(members);
+      std::string pair;
+      while (std::getline(m, pair, ',')) {
+        ranks[std::stoull(pair.substr(0, pair.find(':')))] =
+            static_cast<uint32_t>(std::stoul(pair.substr(pair.find(':') + 1)));
+      }
+      uint64_t comm_id = 0;
+      s = dd.Link(name.c_str(), ranks, table.c_str(), comm_id, timeout_ms);
+      Reply(s == llm_datadist::LLM_SUCCESS ? "OK " + std::to_string(comm_id) : Err(s));
+    } else if (cmd == "COMMUNLINK") {
+      uint64_t comm_id = 0;
+      in >> comm_id;
+      s = dd.Unlink(comm_id);
+      Reply(s == llm_datadist::LLM_SUCCESS ? "OK" : Err(s));
+    } else if (cmd == "PULLB") {
+      llm_datadist::CacheIndex src{};
+      int64_t local = 0;
+      std::string blocks;
+      in >> src.cluster_id >> src.cache_id >> local >> blocks;
+      llm_datadist::Cache dst;
+      dst.cache_id = local;
+      const std::vector<uint64_t> list = hixl_test::SplitIds(blocks);
+      s = dd.PullKvBlocks(src, dst, list, list);
       Reply(s == llm_datadist::LLM_SUCCESS ? "OK" : Err(s));
     } else if (cmd == "READY") {
       std::vector<llm_datadist::KvReadyInfo> ready;

@@ -1,7 +1,10 @@
 // kv_role_link_test.cc: SetRole moving this side's listener (LLM-DataDist's
 // default backend) or keeping it (its hixl backend), with nothing
-// registered lost.
+// registered lost; and Link with a rank table between this process and
+// kv_test_peer: both call it, then each pulls from the other, bytes checked;
+// a member that is never reached fails it and leaves nothing linked.
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "kv/kv_fixture.h"
@@ -64,6 +67,17 @@ class KvRoleLinkTest : public KvTest {
            PeerDigest(to, 0, 4, kBlocks) == Seeded(seed);
   }
 
+  // A rank table of HCCL's form: (ip, port) per rank.
+  std::string RankTable(const std::vector<std::pair<std::string, uint16_t>> &ranks) const {
+    std::string servers;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      servers += std::string(r ? "," : "") + "{\"device\":[{\"device_id\":\"0\",\"device_ip\":\"" + ranks[r].first +
+                 "\",\"device_port\":\"" + std::to_string(ranks[r].second) + "\",\"rank_id\":\"" +
+                 std::to_string(r) + "\"}],\"server_id\":\"" + std::to_string(r) + "\"}";
+    }
+    return "{\"server_count\":\"" + std::to_string(ranks.size()) + "\",\"server_list\":[" + servers +
+           "],\"status\":\"completed\",\"version\":\"1.0\"}";
+  }
 };
 
 TEST_P(KvRoleLinkTest, SetRoleMovesTheListener) {
@@ -133,6 +147,9 @@ TEST_P(KvRoleLinkTest, HixlBackendKeepsItsAddress) {
   ASSERT_EQ(h.LinkLlmClusters({PeerInfo()}, rets, 10000), ld::LLM_SUCCESS);
   EXPECT_EQ(h.SetRole(ld::LlmRole::kDecoder), ld::LLM_SUCCESS);  // links do not matter there
   EXPECT_TRUE(Listening(p));
+  uint64_t comm = 0;
+  EXPECT_EQ(h.Link("c", {{9, 0}, {kPeerCluster, 1}}, RankTable({{Ip(), p}, {Ip(), peer_port_}}).c_str(), comm),
+            ld::LLM_FEATURE_NOT_ENABLED);
   // Its RDMA classes go to hixl, which refuses what it cannot use; the
   // default backend takes any uint32 (and applies what RDMA can use).
   ld::LlmDataDist strict(10, ld::LlmRole::kPrompt), loose(11, ld::LlmRole::kPrompt);
@@ -142,6 +159,97 @@ TEST_P(KvRoleLinkTest, HixlBackendKeepsItsAddress) {
   EXPECT_EQ(loose.Initialize(opts), ld::LLM_SUCCESS);
   opts[ld::OPTION_TRANSFER_BACKEND] = "hixl";
   EXPECT_EQ(strict.Initialize(opts), ld::LLM_PARAM_INVALID);
+}
+
+TEST_P(KvRoleLinkTest, LinkWithARankTable) {
+  const int64_t remote = PeerCache("4 27 " + std::to_string(kSeed) + " sep 16,4,128");
+  const int64_t peer_dst = PeerCache("4 27 0 sep 16,4,128");
+  ASSERT_GT(peer_dst, 0);
+  auto local = MakeLocal(4, kDims, 0);
+  auto local_src = MakeLocal(4, kDims, kSeed + 1);
+  const uint16_t q = Free();
+  // Rank 0: the peer, where it listens already; rank 1: this side, which
+  // listens nowhere yet.
+  const std::string table = RankTable({{Ip(), peer_port_}, {Ip(), q}});
+  const std::map<uint64_t, uint32_t> ranks{{kPeerCluster, 0}, {kLocalCluster, 1}};
+  for (int round = 0; round < 2; ++round) {  // link, unlink, and again
+    ASSERT_TRUE(peer_.Send("COMMLINK link 1:0,2:1 20000 " + table));
+    uint64_t comm = 0;
+    ASSERT_EQ(dd_.Link("link", ranks, table.c_str(), comm, 20000), ld::LLM_SUCCESS);
+    auto reply = Words(peer_.ReadLine());
+    ASSERT_EQ(reply.size(), 2u);
+    ASSERT_EQ(reply[0], "OK");
+    EXPECT_EQ(comm, static_cast<uint64_t>(round + 1));
+    EXPECT_TRUE(Listening(q));
+    ld::RegisterMemStatus st = ld::RegisterMemStatus::kFailed;
+    EXPECT_EQ(dd_.QueryRegisterMemStatus(comm, st), ld::LLM_SUCCESS);
+    EXPECT_EQ(st, ld::RegisterMemStatus::kOk);
+
+    // Each side pulls from the other.
+    for (uint64_t a : local->memory->addrs()) std::memset(reinterpret_cast<void *>(a), 0, local->tensor_bytes);
+    ASSERT_EQ(dd_.PullKvBlocks(PeerIndex(remote), local->cache, kBlocks, kBlocks), ld::LLM_SUCCESS);
+    EXPECT_EQ(DigestUnits(local->memory->addrs(), 0, 4, kUnit, kBlocks), Seeded(kSeed));
+    EXPECT_EQ(peer_.Command("FILL " + std::to_string(peer_dst) + " 0"), "OK");
+    EXPECT_EQ(peer_.Command("PULLB " + std::to_string(kLocalCluster) + " " + std::to_string(local_src->cache.cache_id) +
+                            " " + std::to_string(peer_dst) + " " + JoinIds(kBlocks)),
+              "OK");
+    EXPECT_EQ(PeerDigest(peer_dst, 0, 4, kBlocks), Seeded(kSeed + 1));
+
+    std::vector<ld::Status> rets;
+    EXPECT_EQ(dd_.LinkLlmClusters({PeerInfo()}, rets, 5000), ld::LLM_ALREADY_LINK);
+    EXPECT_EQ(dd_.SetRole(ld::LlmRole::kDecoder), ld::LLM_EXIST_LINK);
+    uint64_t again = 0;
+    EXPECT_EQ(dd_.Link("link2", ranks, table.c_str(), again, 2000), ld::LLM_ALREADY_LINK);
+
+    ASSERT_EQ(dd_.Unlink(comm), ld::LLM_SUCCESS);
+    EXPECT_EQ(dd_.PullKvBlocks(PeerIndex(remote), local->cache, kBlocks, kBlocks), ld::LLM_NOT_YET_LINK);
+    EXPECT_EQ(dd_.Unlink(comm), ld::LLM_NOT_YET_LINK);
+    EXPECT_EQ(dd_.QueryRegisterMemStatus(comm, st), ld::LLM_NOT_YET_LINK);
+    EXPECT_EQ(peer_.Command("COMMUNLINK " + reply[1]), "OK");
+  }
+}
+
+TEST_P(KvRoleLinkTest, LinkFailuresLeaveNothingLinked) {
+  const int64_t remote = PeerCache("4 27 " + std::to_string(kSeed) + " sep 16,4,128");
+  auto local = MakeLocal(4, kDims, 0);
+  const std::string table = RankTable({{Ip(), peer_port_}, {Ip(), Free()}});
+  const std::map<uint64_t, uint32_t> two{{kPeerCluster, 0}, {kLocalCluster, 1}};
+  uint64_t comm = 0;
+  const auto link = [&](const std::string &name, const std::map<uint64_t, uint32_t> &ranks, const std::string &t,
+                        int32_t ms = 2000) { return dd_.Link(name.c_str(), ranks, t.c_str(), comm, ms); };
+  EXPECT_EQ(link("", two, table), ld::LLM_PARAM_INVALID);
+  EXPECT_EQ(link(std::string(128, 'a'), two, table), ld::LLM_PARAM_INVALID);
+  EXPECT_EQ(link("c", {{kLocalCluster, 1}}, table), ld::LLM_PARAM_INVALID);  // one member
+  EXPECT_EQ(link("c", {{1, 0}, {2, 1}, {3, 2}, {4, 3}, {5, 4}}, table), ld::LLM_PARAM_INVALID);  // five
+  EXPECT_EQ(link("c", {{kPeerCluster, 0}, {7, 1}}, table), ld::LLM_PARAM_INVALID);  // this cluster is not in it
+  EXPECT_EQ(link("c", {{kPeerCluster, 0}, {kLocalCluster, 0}}, table), ld::LLM_PARAM_INVALID);  // one rank twice
+  EXPECT_EQ(link("c", two, table, 0), ld::LLM_PARAM_INVALID);
+  // Tables HCCL would refuse: LLM_LINK_FAILED, as in LLM-DataDist.
+  EXPECT_EQ(link("c", two, "not json"), ld::LLM_LINK_FAILED);
+  EXPECT_EQ(link("c", two, "{\"server_list\":[{\"device\":[{}]}]}"), ld::LLM_LINK_FAILED);
+  EXPECT_EQ(link("c", {{kPeerCluster, 0}, {kLocalCluster, 7}}, table), ld::LLM_LINK_FAILED);  // no rank 7
+  EXPECT_EQ(link("c", two, RankTable({{Ip(), peer_port_}, {"localhost", Free()}})), ld::LLM_LINK_FAILED);
+  std::string bad_port = table;
+  bad_port.replace(bad_port.find("\"device_port\":\""), 15, "\"device_port\":\"7");  // a port of 6 digits
+  EXPECT_EQ(link("c", two, bad_port), ld::LLM_LINK_FAILED);
+
+  // Three members, one of which never comes: the two others fail within
+  // the time given, and neither is linked to the other afterwards.
+  const std::string three = RankTable({{Ip(), peer_port_}, {Ip(), Free()}, {Ip(), Free()}});
+  ASSERT_TRUE(peer_.Send("COMMLINK c3 1:0,2:1,3:2 3000 " + three));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(link("c3", {{kPeerCluster, 0}, {kLocalCluster, 1}, {3, 2}}, three, 2000), ld::LLM_LINK_FAILED);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(took, 1.9);
+  EXPECT_LT(took, 30.0);  // the deadline, with slack for a loaded machine
+  const auto reply = Words(peer_.ReadLine());
+  EXPECT_TRUE(!reply.empty() && reply[0] == "ERR") << "the peer's Link did not fail";
+  EXPECT_EQ(dd_.PullKvBlocks(PeerIndex(remote), local->cache, kBlocks, kBlocks), ld::LLM_NOT_YET_LINK);
+  ld::RegisterMemStatus st;
+  EXPECT_EQ(dd_.QueryRegisterMemStatus(1, st), ld::LLM_NOT_YET_LINK);
+  EXPECT_EQ(Link(), ld::LLM_SUCCESS);  // not ALREADY_LINK: nothing was left
+  ASSERT_EQ(dd_.PullKvBlocks(PeerIndex(remote), local->cache, kBlocks, kBlocks), ld::LLM_SUCCESS);
+  EXPECT_EQ(DigestUnits(local->memory->addrs(), 0, 4, kUnit, kBlocks), Seeded(kSeed));
 }
 
 INSTANTIATE_TEST_SUITE_P(Nets, KvRoleLinkTest, KvAllNets(), KvNetName);

@@ -1,7 +1,7 @@
 // kv_unit_test.cc: the KV-cache layer's pieces on their own: the cache table
 // codec (round trip, a torn image, hostile bytes), transfer plans (merging,
 // groups, which blocks a failed group names), layer ranges, element sizes,
-// the ready notice and the options.
+// the ready notice, the options and rank tables.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +11,7 @@
 #include "dtype_size.h"
 #include "layer_range.h"
 #include "options.h"
+#include "rank_table.h"
 #include "ready_notice.h"
 #include "transfer_plan.h"
 
@@ -288,6 +289,38 @@ TEST(Options, RdmaClassesAndLinkTimes) {
   setenv("HCCL_CONNECT_TIMEOUT", "7", 1);
   EXPECT_EQ(LinkTimeoutMs(unset), 7000);
   unsetenv("HCCL_CONNECT_TIMEOUT");
+}
+
+TEST(RankTable, AddressesOfRanks) {
+  const std::string table = R"({"server_count": "2", "status": "completed", "version": "1.2", "server_list": [
+      {"server_id": "1", "host_ip": "10.10.10.0",
+       "device": [{"device_id": "0", "device_ip": "192.168.1.1", "rank_id": "0"},
+                  {"device_id": "1", "device_ip": "192.168.1.2", "rank_id": 2, "device_port": 26000}]},
+      {"server_id": "2", "device": [{"device_id": "0", "device_ip": "fe80::2", "rank_id": "1",
+                                     "device_port": "26001"}]}]})";
+  std::map<uint32_t, std::string> engines;
+  std::string why;
+  ASSERT_TRUE(RankAddresses(table, {0, 1, 2}, &engines, &why)) << why;
+  EXPECT_EQ(engines[0], "192.168.1.1:16666");  // no device_port: the default
+  EXPECT_EQ(engines[1], "[fe80::2]:26001");
+  EXPECT_EQ(engines[2], "192.168.1.2:26000");
+  ASSERT_TRUE(RankAddresses(table, {1}, &engines, &why)) << why;
+  EXPECT_EQ(engines.size(), 1u);
+  EXPECT_FALSE(RankAddresses(table, {0, 3}, &engines, &why));
+  EXPECT_NE(why.find("rank 3"), std::string::npos) << why;
+  for (const char *bad : {"", "[]", "{}", "{\"server_list\": 1}", "{\"server_list\": [{}]}",
+                          "{\"server_list\": [{\"device\": [{}]}]}", "{\"server_list\": [{\"device\": [7]}]}",
+                          R"({"server_list": [{"device": [{"rank_id": "0"}]}]})",
+                          R"({"server_list": [{"device": [{"rank_id": "0", "device_ip": "host0"}]}]})",
+                          R"({"server_list": [{"device": [{"rank_id": "-1", "device_ip": "1.2.3.4"}]}]})",
+                          R"({"server_list": [{"device": [{"rank_id": "0", "device_ip": "1.2.3.4",
+                                                           "device_port": "0"}]}]})",
+                          R"({"server_list": [{"device": [{"rank_id": "0", "device_ip": "1.2.3.4",
+                                                           "device_port": 65536}]}]})",
+                          R"({"server_list": [{"device": [{"rank_id": "0", "device_ip": "1.2.3.4"},
+                                                          {"rank_id": "0", "device_ip": "1.2.3.5"}]}]})"}) {
+    EXPECT_FALSE(RankAddresses(bad, {0}, &engines, &why)) << bad;
+  }
 }
 
 }  // namespace
