@@ -84,7 +84,7 @@ setup(
     version=project_version(),
     description="hixl (an open implementation of the HIXL one-sided transfer API) and llm_datadist "
     "(LLM-DataDist's KV-cache API on it), for Python",
-    packages=["hixl", "llm_datadist"],
+    packages=["hixl", "llm_datadist", "llm_datadist.v2", "llm_datadist.utils"],
     package_dir={"hixl": "python/hixl", "llm_datadist": "python/llm_datadist"},
     package_data={"hixl": ["__init__.pyi", "py.typed"], "llm_datadist": ["_llm_datadist.pyi", "py.typed"]},
     ext_modules=[CMakeExtension("hixl._hixl"), CMakeExtension("llm_datadist._llm_datadist")],

@@ -44,6 +44,7 @@ def link(datadist, cluster_id, address, attempts=150):
     c = ld.LLMClusterInfo()
     c.remote_cluster_id = cluster_id
     ip, port = address.rsplit(":", 1)
+    c.append_local_ip_info(ip, 0)  # required by LLM-DataDist's API (unless local_comm_res is set); hixl needs none
     c.append_remote_ip_info(ip, int(port))
     for _ in range(attempts):
         ret, _ = datadist.link_clusters([c], 2000)

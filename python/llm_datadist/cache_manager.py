@@ -16,6 +16,7 @@ from .cache_types import (
     CacheKey,
     CacheKeyByIdAndIndex,
     MemInfo,
+    Memtype,
     Placement,
     key_tuple,
 )
@@ -331,12 +332,41 @@ class CacheManager:
                                    status_code=LLMStatusCode.LLM_TIMEOUT)
             time.sleep(0.00005)
 
-    # --- not on this backend ---------------------------------------------------
+    # --- device memory: not on this backend ------------------------------------
 
     def remap_registered_memory(self, mem_infos: Union[MemInfo, List[MemInfo]]) -> None:
+        """Arguments are checked as LLM-DataDist does (LLMException(LLM_PARAM_INVALID)); then
+        LLM_FEATURE_NOT_ENABLED: it repairs Ascend device memory after a fault, and there is none here."""
+        raise_if_false(isinstance(mem_infos, (list, MemInfo)),
+                       f"mem_infos type only support list of MemInfo or MemInfo, but got {type(mem_infos)}.")
+        for i, m in enumerate(mem_infos if isinstance(mem_infos, list) else [mem_infos]):
+            raise_if_false(isinstance(m, MemInfo), f"mem_infos[{i}] type only support MemInfo, but got {type(m)}.")
+            raise_if_false(m.mem_type == Memtype.MEM_TYPE_DEVICE,
+                           f"check mem_info.mem_type failed, only support Memtype.MEM_TYPE_DEVICE, index={i}.")
+            raise_if_false(m.addr != 0, f"check mem_info.addr failed, addr can not be zero, index={i}.")
+            raise_if_false(m.size > 0, f"check mem_info.size failed, size must be > 0, index={i}.")
         raise LLMException("remap_registered_memory repairs Ascend device memory; there is none here",
                            status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
 
     def swap_blocks(self, src_cache: Cache, dst_cache: Cache, src_to_dst: Dict[int, int]) -> None:
+        """Arguments are checked as LLM-DataDist does; then LLM_FEATURE_NOT_ENABLED: it moves blocks between
+        host and device memory, and there is no device here."""
+        check_type("src", src_cache, Cache, allow_none=False)
+        check_type("dst", dst_cache, Cache, allow_none=False)
+        check_type("src_to_dst", src_to_dst, dict, int, allow_none=False)
+        for k, v in src_to_dst.items():
+            check_type("src_to_dst value", v, int, allow_none=False)
+        raise_if_false(src_cache.is_blocks_cache, "param check failed, src cache should be blocks cache.")
+        raise_if_false(dst_cache.is_blocks_cache, "param check failed, dst cache should be blocks cache.")
+        src_desc, dst_desc = src_cache.cache_desc, dst_cache.cache_desc
+        raise_if_false(src_desc.size // src_desc.batch_size == dst_desc.size // dst_desc.batch_size,
+                       "src and dst block sizes must be equal")
+        raise_if_false(src_desc.num_tensors == dst_desc.num_tensors, "src and dst num_tensors must be equal")
+        for s, d in src_to_dst.items():
+            raise_if_false(0 <= s < src_desc.batch_size, f"src_block_index:{s} must be in [0, {src_desc.batch_size})")
+            raise_if_false(0 <= d < dst_desc.batch_size, f"dst_block_index:{d} must be in [0, {dst_desc.batch_size})")
+        placements = (src_desc.placement, dst_desc.placement)
+        raise_if_false(placements in ((Placement.HOST, Placement.DEVICE), (Placement.DEVICE, Placement.HOST)),
+                       f"swap src placement:{placements[0]} to dst placement:{placements[1]} is not support")
         raise LLMException("swap_blocks moves blocks between host and device memory; there is no device here",
                            status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)

@@ -129,6 +129,47 @@ class Cache:
                 f"is_blocks_cache = {self._is_blocks_cache})")
 
 
+class KvCache:
+    """LLM-DataDist's KvCache: the cache type of its older KvCacheManager API
+    (not part of this implementation: llm_datadist.KvCacheManager raises
+    ImportError). Kept for code that builds one with create_cpu_cache;
+    per_device_tensor_addrs holds one list of tensor addresses per device."""
+
+    def __init__(self, cache_id: int, cache_desc: CacheDesc, per_device_tensor_addrs: List[List[int]],
+                 kv_cache_manager=None):
+        check_int64("cache_id", cache_id)
+        self._cache_id = cache_id
+        self._cache_desc = cache_desc
+        self._per_device_tensor_addrs = per_device_tensor_addrs
+
+    cache_id = property(lambda self: self._cache_id)
+    cache_desc = property(lambda self: self._cache_desc)
+    per_device_tensor_addrs = property(lambda self: self._per_device_tensor_addrs)
+
+    @classmethod
+    def create_cpu_cache(cls, cache_desc: CacheDesc, addrs: Union[List[int], List[List[int]]]):
+        check_type("cache_desc", cache_desc, CacheDesc, allow_none=False)
+        raise_if_false(cache_desc.placement == Placement.HOST, "cache_desc placement must be HOST")
+        check_type("addrs", addrs, list, allow_none=False)
+        raise_if_false(len(addrs) > 0, "addrs length should be bigger than zero.")
+        nested = isinstance(addrs[0], list)
+        for a in addrs:
+            check_type("the internal element of addrs", a, [list, int], allow_none=False)
+            raise_if_false(isinstance(a, list) == nested,
+                           "the type of the internal element of addrs should be consistent.")
+            if nested:
+                check_type("the internal element of addrs", a, list, int, allow_none=False)
+                raise_if_false(len(a) == cache_desc.num_tensors,
+                               f"cache_desc num_tensors:{cache_desc.num_tensors} should be equal to size of the "
+                               f"internal element of addrs:{len(a)}")
+        raise_if_false(nested or len(addrs) == cache_desc.num_tensors,
+                       f"cache_desc num_tensors:{cache_desc.num_tensors} should be equal to size of addrs:{len(addrs)}")
+        return cls(-1, cache_desc, addrs if nested else [addrs])
+
+    def __repr__(self):
+        return f"KvCache(cache_id = {self._cache_id}, num_devices = {len(self._per_device_tensor_addrs)})"
+
+
 def _named_args(args, kwargs, order, limit):
     raise_if_false(len(args) + len(kwargs) <= limit, "Param num is over limit")
     for name, value in zip(order, args):

@@ -1,11 +1,13 @@
 """LLMRole, LLMClusterInfo and LLMConfig, with LLM-DataDist's names; LLMConfig
 makes the option dict LLMDataDist.init takes, with LLM-DataDist's keys."""
 
+import json
 import socket
 from enum import IntEnum
 from typing import Dict, List, Tuple, Union
 
 from ._checks import check_int32, check_type, check_uint16, check_uint32, check_uint64
+from .status import raise_if_false
 
 
 class LLMRole(IntEnum):
@@ -73,9 +75,12 @@ class LLMClusterInfo:
 
 
 class LLMConfig:
-    """Builds LLMDataDist.init's options (generate_options). Settings this
-    implementation has no use for (memory pools, HCCL link retries, RDMA
-    classes...) are accepted and passed on; LLMDataDist.init ignores them."""
+    """Builds LLMDataDist.init's options (generate_options, or gen_options).
+    Settings this implementation has no use for (memory pools, HCCL link
+    retries, deploy paths...) are accepted and passed on; LLMDataDist.init
+    ignores them. Wrong types raise TypeError, integers out of their C range
+    ValueError, other bad values LLMException (LLM_PARAM_INVALID), as in
+    LLM-DataDist."""
 
     def __init__(self):
         self._options: Dict[str, str] = {}
@@ -97,8 +102,14 @@ class LLMConfig:
         self._mem_pool_cfg = ""
         self._host_mem_pool_cfg = ""
         self._mem_utilization = 0.95
+        self._deploy_res_path = ""
+        self._output_max_size = None
+        self._cluster_info = ""
 
     def generate_options(self) -> Dict[str, str]:
+        return self.gen_options()
+
+    def gen_options(self) -> Dict[str, str]:
         o = self._options
         o.update(self._ge_options)
         if self._device_id is not None:
@@ -137,6 +148,12 @@ class LLMConfig:
             o["llm.EnableSwitchRole"] = "1"
         if self._mem_utilization is not None:
             o["llm.MemoryUtilization"] = str(self._mem_utilization)
+        if self._deploy_res_path:
+            o["llm.deployResPath"] = self._deploy_res_path
+        if self._output_max_size is not None:
+            o["llm.OutputMaxSize"] = str(self._output_max_size)
+        if self._cluster_info:
+            o["llm.ClusterInfo"] = self._cluster_info
         return o
 
     @property
@@ -150,10 +167,11 @@ class LLMConfig:
     @device_id.setter
     def device_id(self, value):
         check_type("device_id", value, [list, tuple, int], allow_none=False)
-        for d in value if isinstance(value, (list, tuple)) else [value]:
+        ids = value if isinstance(value, (list, tuple)) else [value]
+        check_type("device_id", ids, [list, tuple], int, allow_none=False)
+        for d in ids:
+            raise_if_false(d >= 0, "device_id should be greater than or equal to zero.")
             check_int32("device_id", d)
-            if d < 0:
-                raise ValueError("device_id should be greater than or equal to zero.")
         self._device_id = value
 
     @property
@@ -163,10 +181,9 @@ class LLMConfig:
     @sync_kv_timeout.setter
     def sync_kv_timeout(self, value):
         check_type("sync_kv_timeout", value, [int, str], allow_none=False)
-        if isinstance(value, str) and not value.isdigit():
-            raise ValueError("sync_kv_timeout must be digit.")
-        if int(value) <= 0:
-            raise ValueError("sync_kv_timeout should be greater than zero.")
+        if isinstance(value, str):
+            raise_if_false(value.isdigit(), "sync_kv_timeout must be digit.")
+        raise_if_false(int(value) > 0, "sync_kv_timeout should be greater than zero.")
         check_int32("sync_kv_timeout", int(value))
         self._sync_kv_timeout = value
 
@@ -248,7 +265,11 @@ class LLMConfig:
 
     @link_total_time.setter
     def link_total_time(self, value):
-        self._link_total_time = check_uint32("link_total_time", value)
+        """Seconds a link (LLMDataDist.link) waits for its members; 0: HCCL_CONNECT_TIMEOUT, else 120 s."""
+        check_type("link_total_time", value, int, allow_none=False)
+        raise_if_false(0 <= value <= 2**32 - 1,
+                       f"link_total_time should be an integer between [0, 2^32-1], given value is {value}")
+        self._link_total_time = value
 
     @property
     def link_retry_count(self):
@@ -257,8 +278,8 @@ class LLMConfig:
     @link_retry_count.setter
     def link_retry_count(self, value):
         check_type("link_retry_count", value, int, allow_none=False)
-        if not 1 <= value <= 100:
-            raise ValueError(f"link_retry_count should be an integer between [1, 100], given value is {value}")
+        raise_if_false(1 <= value <= 100,
+                       f"link_retry_count should be an integer between [1, 100], given value is {value}")
         self._link_retry_count = value
 
     @property
@@ -268,9 +289,37 @@ class LLMConfig:
     @mem_utilization.setter
     def mem_utilization(self, value):
         check_type("mem_utilization", value, float, allow_none=False)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"mem_utilization must be in range [0,1], current:{value}")
+        raise_if_false(0.0 <= value <= 1.0, f"mem_utilization must be in range [0,1], current:{value}")
         self._mem_utilization = value
+
+    @property
+    def deploy_res_path(self):
+        return self._deploy_res_path
+
+    @deploy_res_path.setter
+    def deploy_res_path(self, value):
+        self._deploy_res_path = check_type("deploy_res_path", value, str, allow_none=False)
+
+    @property
+    def output_max_size(self):
+        return self._output_max_size
+
+    @output_max_size.setter
+    def output_max_size(self, value):
+        self._output_max_size = check_type("output_max_size", value, int, allow_none=False)
+
+    @property
+    def cluster_info(self):
+        return self._cluster_info
+
+    @cluster_info.setter
+    def cluster_info(self, value):
+        check_type("cluster_info", value, str, allow_none=False)
+        info = json.loads(value)
+        for ip_info in info.get("listen_ip_info", []) if isinstance(info, dict) else []:
+            if isinstance(ip_info, dict) and isinstance(ip_info.get("ip"), str):
+                ip_info["ip"] = int.from_bytes(socket.inet_aton(ip_info["ip"]), "little")  # LLM-DataDist's int form
+        self._cluster_info = json.dumps(info)
 
 
 LlmConfig = LLMConfig

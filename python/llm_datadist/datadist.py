@@ -1,8 +1,14 @@
 """LLMDataDist, with LLM-DataDist's Python names and rules, on
-libhixl_llm_datadist (the extension _llm_datadist)."""
+libhixl_llm_datadist (the extension _llm_datadist).
+
+As in LLM-DataDist, a process has one initialized LLMDataDist
+(LLMDataDist.llm_engine_instance; another's init raises LLMException with
+LLM_FAILED), which an exit handler finalizes. It always works the way
+LLM-DataDist's cache-manager mode does (enable_cache_manager or
+local_comm_res): the older KvCacheManager API (kv_cache_manager,
+check_link_status) is not part of this implementation."""
 
 import atexit
-import weakref
 from typing import Dict, List, Optional, Tuple, Union
 
 from . import _llm_datadist
@@ -10,8 +16,9 @@ from ._checks import check_int32, check_type, check_uint64
 from .cache_manager import CacheManager
 from .configs import LLMClusterInfo, LLMRole
 from .status import LLMException, LLMStatusCode, code_2_status, raise_if_false, raise_on
+from .utils import log
 
-# LLMConfig's keys -> the C++ options (llm_datadist.h).
+# LLMConfig's keys -> the C++ options (llm_datadist.h, src/llm_datadist/options.h).
 _KEYS = {
     "llm.listenIpInfo": "llm.ListenIpInfo",
     "llm.ListenIpInfo": "llm.ListenIpInfo",
@@ -24,9 +31,10 @@ _KEYS = {
     "llm.GlobalResourceConfig": "llm.GlobalResourceConfig",
     "llm.RdmaTrafficClass": "llm.RdmaTrafficClass",
     "llm.RdmaServiceLevel": "llm.RdmaServiceLevel",
+    "llm.LinkTotalTime": "llm.LinkTotalTime",
+    "llm.LinkRetryCount": "llm.LinkRetryCount",
 }
-
-_live = weakref.WeakSet()
+_LISTEN_KEYS = ("llm.listenIpInfo", "llm.ListenIpInfo")
 
 
 def _options(options: Dict[str, str]) -> Dict[str, str]:
@@ -39,8 +47,37 @@ def _options(options: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
+def _check_flow_graph_max_size(options: Dict[str, str]) -> None:
+    value = options.get("ge.flowGraphMemMaxSize")
+    if value is None:
+        return
+    check_type("ge.flowGraphMemMaxSize", value, str, allow_none=False)
+    raise_if_false(len(value.split(",")) == 1, "ge.flowGraphMemMaxSize only support one mem pool in llm datadist")
+    raise_if_false(value.isdigit(), f"ge.flowGraphMemMaxSize must be digit, config value={value}")
+
+
+def _engine_options(options: Dict[str, str]) -> Dict[str, str]:
+    """The options with LLM-DataDist's defaults and its rules for LocalCommRes and TransferBackend applied."""
+    opts = dict(options)
+    local_comm_res = "llm.LocalCommRes" in options
+    if local_comm_res:
+        opts.setdefault("llm.EnableCacheManager", "1")
+        opts.setdefault("llm.EnableRemoteCacheAccessible", "1")
+    cache_manager = opts.get("llm.EnableCacheManager") == "1"
+    raise_if_false(not local_comm_res or cache_manager,
+                   "llm.LocalCommRes is not supported when llm.EnableCacheManager is not configured.")
+    if "llm.TransferBackend" in options:
+        raise_if_false(cache_manager,
+                       "llm.TransferBackend is not supported when llm.EnableCacheManager is not configured.")
+        opts.setdefault("llm.EnableRemoteCacheAccessible", "1")
+        raise_if_false(opts["llm.EnableRemoteCacheAccessible"] == "1",
+                       "llm.TransferBackend is not supported when llm.EnableRemoteCacheAccessible is not enable.")
+        raise_if_false(any(k in options for k in _LISTEN_KEYS),
+                       "llm.TransferBackend is not supported when llm.listenIpInfo is not configured.")
+    return opts
+
+
 def _clusters(clusters) -> List[Tuple[int, str, int]]:
-    check_type("clusters", clusters, [list, tuple], LLMClusterInfo, allow_none=False)
     out = []
     for c in clusters:
         check_uint64("remote_cluster_id", c.remote_cluster_id)
@@ -53,6 +90,8 @@ class LLMDataDist:
     """One side of prefill/decode KV-cache transfer: a hixl engine (a server
     when listen_ip_info is set), its caches, and links to other sides."""
 
+    llm_engine_instance = None  # the initialized LLMDataDist of this process
+
     def __init__(self, role: LLMRole, cluster_id: int):
         check_type("role", role, LLMRole, allow_none=False)
         check_uint64("cluster_id", cluster_id)
@@ -61,23 +100,30 @@ class LLMDataDist:
         self._dd = _llm_datadist.DataDist(cluster_id, int(role))
         self._cache_manager = None
         self._initialized = False
+        self._options: Dict[str, str] = {}
 
     @property
     def cluster_id(self) -> int:
         return self._cluster_id
 
     def init(self, options: Dict[str, str]) -> None:
-        """Starts it. options: LLMConfig.generate_options(); device_id is required. LLMException on failure."""
+        """Starts it. options: LLMConfig.generate_options(); device_id is required. LLMException on failure
+        (LLM_FAILED when another LLMDataDist of this process is initialized)."""
         if self._initialized:
             return
+        raise_if_false(LLMDataDist.llm_engine_instance is None, "Cannot init multiple LLMDataDists",
+                       status_code=LLMStatusCode.LLM_FAILED)
         check_type("options", options, dict, allow_none=False)
-        for k, v in options.items():
+        _check_flow_graph_max_size(options)
+        opts = _engine_options(options)
+        for k, v in opts.items():
             check_type("options key", k, str, allow_none=False)
             check_type("options value", v, str, allow_none=False)
-        raise_on(self._dd.initialize(_options(options)), "[LLMDataDist.init]", f"options = {options}")
+        raise_on(self._dd.initialize(_options(opts)), "[LLMDataDist.init]", f"options = {options}")
+        self._options = opts
         self._cache_manager = CacheManager(self._dd)
         self._initialized = True
-        _live.add(self)
+        LLMDataDist.llm_engine_instance = self
 
     def finalize(self) -> None:
         """Stops it: links close, caches are released, layer-wise pushes end (after the layer they move)."""
@@ -85,6 +131,8 @@ class LLMDataDist:
             return
         self._dd.finalize()
         self._initialized = False
+        if LLMDataDist.llm_engine_instance is self:
+            LLMDataDist.llm_engine_instance = None
 
     def _check_init(self):
         if not self._initialized:
@@ -95,11 +143,36 @@ class LLMDataDist:
         self._check_init()
         return self._cache_manager
 
-    def link_clusters(self, clusters: Union[List[LLMClusterInfo], Tuple[LLMClusterInfo, ...]], timeout=3000):
-        """Links to each cluster (it must listen); (LLMStatusCode, [LLMStatusCode per cluster])."""
+    @property
+    def kv_cache_manager(self):
+        """LLM-DataDist's older KvCacheManager: not part of this implementation, which works as LLM-DataDist's
+        cache-manager mode does (there, too, this raises LLMException)."""
         self._check_init()
+        raise LLMException("kv_cache_manager is not supported in the cache-manager mode, the only one of this "
+                           "implementation: use cache_manager", status_code=LLMStatusCode.LLM_PARAM_INVALID)
+
+    def check_link_status(self, remote_cluster_id: int):
+        """Part of LLM-DataDist's older KvCacheManager API: LLMException, as in its cache-manager mode."""
+        self._check_init()
+        raise LLMException("check_link_status is not supported in the cache-manager mode, the only one of this "
+                           "implementation", status_code=LLMStatusCode.LLM_PARAM_INVALID)
+
+    def _check_link_args(self, timeout, clusters, force=False):
+        # Types first (TypeError), then values.
+        self._check_init()
+        check_type("clusters", clusters, [list, tuple], LLMClusterInfo, allow_none=False)
+        check_type("force", force, bool, allow_none=False)
         check_int32("timeout", timeout)
         raise_if_false(timeout > 0, "Param timeout should be greater than 0.")
+
+    def link_clusters(self, clusters: Union[List[LLMClusterInfo], Tuple[LLMClusterInfo, ...]], timeout=3000):
+        """Links to each cluster (it must listen); (LLMStatusCode, [LLMStatusCode per cluster]). As in
+        LLM-DataDist, each cluster needs a local ip_info unless the options have a non-empty local_comm_res."""
+        self._check_link_args(timeout, clusters)
+        for c in clusters:
+            raise_if_false(c.local_ip_info_list or self._options.get("llm.LocalCommRes"),
+                           "local_ip_info_list is empty. Call append_local_ip_info to add local_ip_info when "
+                           "local_comm_res option is unspecified or empty.")
         ret, rets = self._dd.link(_clusters(clusters), timeout)
         return code_2_status(ret), [code_2_status(r) for r in rets]
 
@@ -107,21 +180,29 @@ class LLMDataDist:
                         force=False):
         """Unlinks each cluster; (LLMStatusCode, [LLMStatusCode per cluster]). A hixl link is this side's own:
         unlinking is local, forced or not."""
-        self._check_init()
-        check_int32("timeout", timeout)
-        raise_if_false(timeout > 0, "Param timeout should be greater than 0.")
-        check_type("force", force, bool, allow_none=False)
+        self._check_link_args(timeout, clusters, force)
         ret, rets = self._dd.unlink(_clusters(clusters), timeout, force)
         return code_2_status(ret), [code_2_status(r) for r in rets]
 
     def switch_role(self, role: LLMRole, switch_options: Optional[Dict[str, str]] = None):
-        """Changes the role; LLMException(LLM_EXIST_LINK) while links are up. The hixl backend's listen address
-        is fixed at init (LLM_FEATURE_NOT_ENABLED for another)."""
+        """Changes the role, and where this side listens: at llm.listenIpInfo of switch_options, or nowhere
+        without it (closing an earlier port); LLMException(LLM_EXIST_LINK) while links are up. With
+        transfer_backend "hixl" the listener stays where init put it (another address:
+        LLM_FEATURE_NOT_ENABLED), links or not."""
         self._check_init()
         check_type("role", role, LLMRole, allow_none=False)
         check_type("switch_options", switch_options, dict)
-        raise_on(self._dd.set_role(int(role), _options(switch_options or {})), "[switch_role]",
-                 f"role = {role}, options = {switch_options}")
+        options = dict(switch_options or {})
+        for k, v in options.items():
+            check_type("switch_options key", k, str, allow_none=False)
+            check_type("switch_options value", v, str, allow_none=False)
+        listen = next((options[k] for k in _LISTEN_KEYS if k in options), None)
+        if listen is not None:
+            raise_if_false(":" in listen, f'llm.listenIpInfo "{listen}" is invalid, format should be "ip:port"')
+            int(listen.rsplit(":", 1)[1])  # ValueError for a port that is no number, as LLM-DataDist
+        log.info("[switch_role] [%s->%s] start, switch_options = %s", self._role.name, role.name, switch_options)
+        raise_on(self._dd.set_role(int(role), _options(options)), "[switch_role]",
+                 f"Failed to switch role, role = {role}, options = {switch_options}")
         self._role = role
 
     def link(self, comm_name: str, cluster_rank_info: Dict[int, int], rank_table: str) -> int:
@@ -137,10 +218,17 @@ class LLMDataDist:
                            status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
 
 
-@atexit.register
-def _finalize_all():
-    for dd in list(_live):
-        try:
-            dd.finalize()
-        except LLMException:
-            pass
+def _shutdown_handler():
+    """At exit: finalizes the process's LLMDataDist (an error there is logged: another framework may have
+    finalized it)."""
+    instance = LLMDataDist.llm_engine_instance
+    if instance is None:
+        return
+    try:
+        instance.finalize()
+    except LLMException as e:
+        log.warn(f"error occurred while finalize llm datadist: {e}; may be caused by already finalized by another "
+                 f"framework")
+
+
+atexit.register(_shutdown_handler)

@@ -87,6 +87,33 @@ def raise_on(code, call, detail="", report=None):
     )
 
 
-def raise_if_false(pred, message, status_code=LLMStatusCode.LLM_PARAM_INVALID):
+class Status:
+    """A status code with is_ok(), as LLM-DataDist's Status."""
+
+    def __init__(self, status):
+        self._status_code = status
+
+    def is_ok(self) -> bool:
+        return self._status_code == LLMStatusCode.LLM_SUCCESS
+
+    @property
+    def status_code(self):
+        return self._status_code
+
+    def __repr__(self):
+        return f"Status({self._status_code!r})"
+
+
+def handle_llm_status(status, func_name, other_info):
+    """LLM-DataDist's name for raise_on: LLMException unless status is LLM_SUCCESS."""
+    raise_on(status, func_name, other_info)
+
+
+def raise_if_false(pred, message, *args, status_code=LLMStatusCode.LLM_PARAM_INVALID, **kwargs):
+    """LLMException(status_code) unless pred; message is formatted with args / kwargs when given."""
     if not pred:
-        raise LLMException(message, status_code=status_code)
+        raise LLMException(message.format(*args, **kwargs) if args or kwargs else message, status_code=status_code)
+
+
+def raise_if_true(pred, message, *args, status_code=LLMStatusCode.LLM_PARAM_INVALID, **kwargs):
+    raise_if_false(not pred, message, *args, status_code=status_code, **kwargs)

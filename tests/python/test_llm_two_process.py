@@ -84,6 +84,7 @@ def decode(transport):
 def cluster(peer):
     c = ld.LLMClusterInfo()
     c.remote_cluster_id = PEER
+    c.append_local_ip_info("127.0.0.1", 0)  # LLM-DataDist requires it (without local_comm_res); hixl needs none
     ip, port = peer.listen.rsplit(":", 1)
     c.append_remote_ip_info(ip, int(port))
     return c

@@ -38,16 +38,25 @@ def test_config_options():
     assert opts["llm.SyncKvCacheWaitTime"] == "2500"
     assert opts["llm.EnableCacheManager"] == "1" and opts["llm.TransferBackend"] == "hixl"
     assert opts["llm.LocalCommRes"] == ""
-    with pytest.raises(ValueError):
-        cfg.device_id = -1
-    with pytest.raises(TypeError):
-        cfg.device_id = "0"
-    with pytest.raises(ValueError):
-        cfg.sync_kv_timeout = 0
-    with pytest.raises(ValueError):
-        cfg.link_retry_count = 101
-    with pytest.raises(TypeError):
-        cfg.enable_cache_manager = 1
+    # As LLM-DataDist: TypeError for a type, ValueError for an integer outside its C type, LLMException
+    # for other values (these were ValueError before HIXL's tests said otherwise).
+    for attr, value in (("device_id", -1), ("device_id", [0, -1]), ("sync_kv_timeout", 0), ("sync_kv_timeout", "x"),
+                        ("link_retry_count", 101), ("link_total_time", -1), ("mem_utilization", 1.5)):
+        with pytest.raises(ld.LLMException) as e:
+            setattr(cfg, attr, value)
+        assert e.value.status_code == ld.LLMStatusCode.LLM_PARAM_INVALID, (attr, value)
+    for attr, value in (("device_id", 2**31), ("rdma_service_level", -1), ("rdma_traffic_class", 2**32)):
+        with pytest.raises(ValueError):
+            setattr(cfg, attr, value)
+    for attr, value in (("device_id", "0"), ("device_id", [0, "1"]), ("enable_cache_manager", 1),
+                        ("global_resource_config", {"k": "v"}), ("mem_utilization", 1), ("deploy_res_path", 1),
+                        ("output_max_size", "1")):
+        with pytest.raises(TypeError):
+            setattr(cfg, attr, value)
+    assert cfg.gen_options() == cfg.generate_options()
+    cfg.deploy_res_path = "/tmp/res"
+    cfg.output_max_size = 4
+    assert cfg.gen_options()["llm.deployResPath"] == "/tmp/res" and cfg.gen_options()["llm.OutputMaxSize"] == "4"
 
 
 def test_keys_descs_and_configs():

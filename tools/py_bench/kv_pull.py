@@ -80,6 +80,7 @@ def main():
     ctypes.memset(cache.tensor_addrs[0], 0, tensors * pool * block_bytes)
     c = ld.LLMClusterInfo()
     c.remote_cluster_id = 1
+    c.append_local_ip_info("127.0.0.1", 0)  # required by LLM-DataDist's API; hixl needs none
     c.append_remote_ip_info("127.0.0.1", int(listen.rsplit(":", 1)[1]))
     assert dd.link_clusters([c], 10000)[0] == ld.LLMStatusCode.LLM_SUCCESS
     raw = hixl.Hixl()
