@@ -12,8 +12,9 @@ import atexit
 from typing import Dict, List, Optional, Tuple, Union
 
 from . import _llm_datadist
-from ._checks import check_int32, check_type, check_uint64
+from ._checks import check_int32, check_type, check_uint32, check_uint64
 from .cache_manager import CacheManager
+from .cache_types import RegisterMemStatus
 from .configs import LLMClusterInfo, LLMRole
 from .status import LLMException, LLMStatusCode, code_2_status, raise_if_false, raise_on
 from .utils import log
@@ -35,6 +36,10 @@ _KEYS = {
     "llm.LinkRetryCount": "llm.LinkRetryCount",
 }
 _LISTEN_KEYS = ("llm.listenIpInfo", "llm.ListenIpInfo")
+
+# LLM-DataDist's limits of link: a name shorter than 128 characters, 2 to 4 members.
+_MAX_COMM_NAME = 128
+_MAX_MEMBERS = 4
 
 
 def _options(options: Dict[str, str]) -> Dict[str, str]:
@@ -205,17 +210,55 @@ class LLMDataDist:
                  f"Failed to switch role, role = {role}, options = {switch_options}")
         self._role = role
 
+    # --- link with a rank table (LLM-DataDist's two-sided link) -----------
+
     def link(self, comm_name: str, cluster_rank_info: Dict[int, int], rank_table: str) -> int:
-        raise LLMException("link (HCCL communication domains) is not supported by the hixl backend; use "
-                           "link_clusters", status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+        """Links this side with the other clusters of cluster_rank_info (cluster id -> rank in rank_table, 2 to
+        4 clusters, ranks in ascending order), every one of which calls link too: each listens at its rank's
+        device_ip (and device_port, default 16666) and links to the others, so that any can pull from and push
+        to any other. Waits for them up to link_total_time (LLMConfig; else HCCL_CONNECT_TIMEOUT, else 120 s);
+        LLMException(LLM_LINK_FAILED) when one does not come, and nothing stays linked. Returns the comm id."""
+        self._check_init()
+        # Types first (TypeError), then values (ValueError for integers out of range, else LLMException).
+        check_type("comm_name", comm_name, str, allow_none=False)
+        check_type("cluster_rank_info", cluster_rank_info, dict, allow_none=False)
+        for k, v in cluster_rank_info.items():
+            check_type("cluster_rank_info key", k, int, allow_none=False)
+            check_type("cluster_rank_info value", v, int, allow_none=False)
+        check_type("rank_table", rank_table, str, allow_none=False)
+        raise_if_false(len(comm_name) > 0, "comm_name can not be empty")
+        raise_if_false(len(comm_name) < _MAX_COMM_NAME, "comm_name length should be smaller than 128.")
+        raise_if_false(len(cluster_rank_info) <= _MAX_MEMBERS, "cluster_rank_info size can not be greater than 4.")
+        for k, v in cluster_rank_info.items():
+            check_uint64("cluster_rank_info key", k)
+            check_uint32("cluster_rank_info value", v)
+        ranks = list(cluster_rank_info.values())
+        raise_if_false(len(ranks) > 1, "cluster num must be bigger than 1.")
+        raise_if_false(ranks == sorted(ranks), "rank in cluster_rank_info must be ordered")
+        ret, comm_id = self._dd.link_comm(comm_name, dict(cluster_rank_info), rank_table, -1)
+        raise_on(ret, "[link]", f"cluster_rank_info = {cluster_rank_info}")
+        return comm_id
+
+    def _check_comm_id(self, comm_id):
+        self._check_init()
+        check_type("comm_id", comm_id, int, allow_none=False)
+        check_uint64("comm_id", comm_id)
 
     def unlink(self, comm_id: int):
-        raise LLMException("unlink is not supported by the hixl backend; use unlink_clusters",
-                           status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+        """Unlinks this side from the members of link's comm_id (LLMException(LLM_NOT_YET_LINK) for an unknown
+        one). Each member unlinks its own side."""
+        self._check_comm_id(comm_id)
+        raise_on(self._dd.unlink_comm(comm_id), "[unlink]", f"comm_id = {comm_id}")
 
-    def query_register_mem_status(self, comm_id: int):
-        raise LLMException("query_register_mem_status is not supported by the hixl backend",
-                           status_code=LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+    def query_register_mem_status(self, comm_id: int) -> RegisterMemStatus:
+        """RegisterMemStatus.OK once link returned (it has exchanged what the members need by then)."""
+        self._check_comm_id(comm_id)
+        ret, status = self._dd.query_register_mem_status(comm_id)
+        raise_on(ret, "[query_register_mem_status]", f"comm_id = {comm_id}")
+        try:
+            return RegisterMemStatus(status)
+        except ValueError:
+            return RegisterMemStatus.FAILED
 
 
 def _shutdown_handler():

@@ -114,12 +114,21 @@ class ScriptProcess:
 
     def call(self, cmd, timeout_s=REPLY_TIMEOUT_S, **args):
         """Sends one command; returns the reply (a dict). Raises if the peer failed."""
-        self.proc.stdin.write(json.dumps(dict(args, cmd=cmd)) + "\n")
-        self.proc.stdin.flush()
+        self.send(cmd, **args)
         reply = self._recv(timeout_s)
         if not reply.get("ok"):
             raise AssertionError(f"peer command {cmd} failed: {reply.get('error')}")
         return reply
+
+    def send(self, cmd, **args):
+        """The first half of call: sends the command and returns at once (the
+        peer works on it while this process does something else)."""
+        self.proc.stdin.write(json.dumps(dict(args, cmd=cmd)) + "\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout_s=REPLY_TIMEOUT_S):
+        """The second half: the reply to the command sent, failed or not."""
+        return self._recv(timeout_s)
 
     def stop(self):
         """SIGSTOP: the peer's engine stops answering (its sockets stay open).

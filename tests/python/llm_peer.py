@@ -10,12 +10,20 @@ answers JSON commands on stdin, one per line, with one JSON line each:
   digest    {cache_id, tensors: [t0, t1], units}   -> {sha256}     (units: dim-0 indices, in order)
   unregister {cache_id}                            -> {}
   wait_ready {tag, timeout_ms}                     -> {status, failed_layers}
+  allocate  {tensors, shape, seed, blocks, key}    -> {cache_id}   (allocate_cache / allocate_blocks_cache,
+                                                                   filled as register fills)
+  link      {cluster, ip, port}                    -> {status}     (link_clusters)
+  unlink    {cluster}                              -> {status}
+  link_comm {name, ranks: [[cluster, rank]...], table}  -> {comm_id, status: RegisterMemStatus name}
+  unlink_comm {comm_id}                            -> {}
+  pull_blocks {cluster, model, src_blocks, cache_id, dst_blocks}  -> {}  (from BlocksCacheKey(cluster, model))
   exit                                             -> {}           (then finalize)
 
 stdout carries nothing else; logs go to stderr.
 """
 
 import argparse
+import ctypes
 import hashlib
 import json
 import socket
@@ -85,6 +93,51 @@ class Peer:
             cache = cm.register_cache(desc, [t.data_ptr() for t in ts], keys)
         self.caches[cache.cache_id] = (cache, ts)
         return {"cache_id": cache.cache_id}
+
+    def cmd_allocate(self, tensors, shape, seed, blocks=True, key=None):
+        desc = ld.CacheDesc(tensors, shape, ld.DataType.DT_BF16, ld.Placement.HOST)
+        cm = self.dd.cache_manager
+        if blocks:
+            cache = cm.allocate_blocks_cache(desc, None if key is None else ld.BlocksCacheKey(CLUSTER, key))
+        else:
+            cache = cm.allocate_cache(desc, [ld.CacheKey(CLUSTER, r) for r in (key or [])])
+        n = int(np.prod(shape)) * 2
+        ts = []
+        for t, addr in enumerate(cache.tensor_addrs):
+            view = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(addr))
+            if seed:
+                view[:] = tensor_bytes(seed, t, shape)
+            ts.append(torch.from_numpy(view).view(torch.int16).reshape(shape).view(torch.bfloat16))
+        self.caches[cache.cache_id] = (cache, ts)
+        return {"cache_id": cache.cache_id}
+
+    def _cluster(self, cluster, ip="127.0.0.1", port=1):
+        c = ld.LLMClusterInfo()
+        c.remote_cluster_id = cluster
+        c.append_local_ip_info("127.0.0.1", 0)
+        c.append_remote_ip_info(ip, port)
+        return c
+
+    def cmd_link(self, cluster, ip, port):
+        ret, _ = self.dd.link_clusters([self._cluster(cluster, ip, port)], 5000)
+        return {"status": int(ret)}
+
+    def cmd_unlink(self, cluster):
+        ret, _ = self.dd.unlink_clusters([self._cluster(cluster)], 5000)
+        return {"status": int(ret)}
+
+    def cmd_link_comm(self, name, ranks, table):
+        comm_id = self.dd.link(name, {c: r for c, r in ranks}, table)
+        return {"comm_id": comm_id, "status": self.dd.query_register_mem_status(comm_id).name}
+
+    def cmd_unlink_comm(self, comm_id):
+        self.dd.unlink(comm_id)
+        return {}
+
+    def cmd_pull_blocks(self, cluster, model, src_blocks, cache_id, dst_blocks):
+        self.dd.cache_manager.pull_blocks(ld.BlocksCacheKey(cluster, model), self.caches[cache_id][0], src_blocks,
+                                          dst_blocks)
+        return {}
 
     def cmd_digest(self, cache_id, tensors, units):
         return {"sha256": digest(self.caches[cache_id][1], tensors[0], tensors[1], units)}

@@ -120,7 +120,7 @@ def test_calls_before_init_and_registration_statuses():
         cm.deallocate_blocks_cache(cache)
         dd.switch_role(ld.LLMRole.PROMPT)
         with pytest.raises(ld.LLMException) as e:
-            dd.link("comm", {1: 0, 2: 1}, "{}")
-        assert e.value.status_code == ld.LLMStatusCode.LLM_FEATURE_NOT_ENABLED
+            dd.link("comm", {1: 0, 2: 1}, "{}")  # cluster 5 is not among them
+        assert e.value.status_code == ld.LLMStatusCode.LLM_PARAM_INVALID
     finally:
         dd.finalize()

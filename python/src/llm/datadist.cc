@@ -256,6 +256,28 @@ void BindDataDist(py::module_ &m) {
           py::arg("cluster_id"), py::arg("tag"), py::arg("status"), py::arg("timeout_ms"), Release())
       .def("get_ready", &DataDist::Ready, Release(), "(status, [(src_cluster_id, tag, status, failed_layers)])")
       .def(
+          "link_comm",
+          [](DataDist &d, const std::string &name, const std::map<uint64_t, uint32_t> &ranks,
+             const std::string &rank_table, int32_t timeout_ms) {
+            uint64_t comm_id = 0;
+            ld::Status s = d.dd().Link(ld::AscendString(name.data(), name.size()), ranks,
+                                       ld::AscendString(rank_table.data(), rank_table.size()), comm_id, timeout_ms);
+            return std::make_pair(s, comm_id);
+          },
+          py::arg("comm_name"), py::arg("cluster_rank_info"), py::arg("rank_table"), py::arg("timeout_ms"), Release(),
+          "LlmDataDist::Link: (status, comm_id)")
+      .def(
+          "unlink_comm", [](DataDist &d, uint64_t comm_id) { return d.dd().Unlink(comm_id); }, py::arg("comm_id"),
+          Release())
+      .def(
+          "query_register_mem_status",
+          [](DataDist &d, uint64_t comm_id) {
+            ld::RegisterMemStatus st = ld::RegisterMemStatus::kFailed;
+            ld::Status s = d.dd().QueryRegisterMemStatus(comm_id, st);
+            return std::make_pair(s, static_cast<int32_t>(st));
+          },
+          py::arg("comm_id"), Release(), "(status, RegisterMemStatus value)")
+      .def(
           "transfer_cache_async",
           [](DataDist &d, int64_t src_cache, py::object synchronizer, const std::vector<ConfigTuple> &configs,
              const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
