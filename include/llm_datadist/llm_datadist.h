@@ -347,6 +347,10 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
   Status Unlink(uint64_t comm_id);
   // kOk once Link returned (the memory is exchanged by then).
   Status QueryRegisterMemStatus(uint64_t comm_id, RegisterMemStatus &status);
+  // Python's CacheManager.remove_cache_key: peers no longer find a cache by
+  // this request key (kRequestKey; its cluster_id is ignored). LLM_SUCCESS
+  // also when no cache has it.
+  Status RemoveKvCacheKey(const KvCacheKey &key);
 
  private:
   class LlmDataDistImpl;

@@ -332,6 +332,12 @@ class CacheManager:
                                    status_code=LLMStatusCode.LLM_TIMEOUT)
             time.sleep(0.00005)
 
+    def remove_cache_key(self, cache_key: CacheKey) -> None:
+        """Peers no longer find a cache by cache_key (the cache stays, by its id and other keys). Nothing
+        happens for a key no cache has."""
+        check_type("cache_key", cache_key, CacheKey, allow_none=False)
+        raise_on(self._dd.remove_cache_key(key_tuple(cache_key)), "[remove_cache_key]", f"cache_key = {cache_key}")
+
     # --- device memory: not on this backend ------------------------------------
 
     def remap_registered_memory(self, mem_infos: Union[MemInfo, List[MemInfo]]) -> None:

@@ -343,6 +343,40 @@ Status LlmDataDist::LlmDataDistImpl::DropCache(const char *call, int64_t cache_i
   return result;
 }
 
+Status LlmDataDist::LlmDataDistImpl::RemoveCacheKey(const KvCacheKey &key) {
+  if (key.kind != KvCacheKeyKind::kRequestKey || ValidId(key.req_id) == ValidId(key.prefix_id)) {
+    LLM_LOGE("RemoveKvCacheKey: a request key with exactly one of req_id and prefix_id is needed (kind %u, req "
+             "%" PRIu64 ", prefix %" PRIu64 ")",
+             static_cast<unsigned>(key.kind), key.req_id, key.prefix_id);
+    return LLM_PARAM_INVALID;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_) {
+    LLM_LOGE("RemoveKvCacheKey: not initialized");
+    return LLM_FAILED;
+  }
+  TableKey gone;
+  gone.kind = key.kind;
+  gone.model_id = key.model_id;
+  gone.req_id = key.req_id;
+  gone.prefix_id = key.prefix_id;
+  size_t removed = 0;
+  for (auto &kv : caches_) {
+    auto &keys = kv.second.keys;
+    const size_t before = keys.size();
+    keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const TableKey &k) { return SameKey(k, gone); }),
+               keys.end());
+    removed += before - keys.size();
+  }
+  if (removed == 0) {
+    LLM_LOGI("RemoveKvCacheKey: no cache has req %" PRIu64 " prefix %" PRIu64 " model %" PRIu64 " (removed already?)",
+             key.req_id, key.prefix_id, key.model_id);
+    return LLM_SUCCESS;
+  }
+  // Peers that read the table from now on do not find it.
+  return PublishLocked();
+}
+
 Status LlmDataDist::LlmDataDistImpl::LookupLocal(const char *call, int64_t cache_id, LocalCache *out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!initialized_) {

@@ -131,6 +131,7 @@ class __attribute__((visibility("hidden"))) LlmDataDist::LlmDataDistImpl {
                    int64_t size);
   Status CopyBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                     const std::vector<std::vector<uint64_t>> &dst_blocks_list);
+  Status RemoveCacheKey(const KvCacheKey &key);
 
   // datadist_transfer.cc
   // Checks, plans and moves one KV transfer; *report says what happened

@@ -186,5 +186,6 @@ Status LlmDataDist::Unlink(uint64_t comm_id) { return impl_->Unlink(comm_id); }
 Status LlmDataDist::QueryRegisterMemStatus(uint64_t comm_id, RegisterMemStatus &status) {
   return impl_->QueryRegisterMemStatus(comm_id, status);
 }
+Status LlmDataDist::RemoveKvCacheKey(const KvCacheKey &key) { return impl_->RemoveCacheKey(key); }
 
 }  // namespace llm_datadist

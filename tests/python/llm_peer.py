@@ -12,6 +12,7 @@ answers JSON commands on stdin, one per line, with one JSON line each:
   wait_ready {tag, timeout_ms}                     -> {status, failed_layers}
   allocate  {tensors, shape, seed, blocks, key}    -> {cache_id}   (allocate_cache / allocate_blocks_cache,
                                                                    filled as register fills)
+  remove_key {req}                                 -> {}           (remove_cache_key(CacheKey(1, req)))
   link      {cluster, ip, port}                    -> {status}     (link_clusters)
   unlink    {cluster}                              -> {status}
   link_comm {name, ranks: [[cluster, rank]...], table}  -> {comm_id, status: RegisterMemStatus name}
@@ -110,6 +111,10 @@ class Peer:
             ts.append(torch.from_numpy(view).view(torch.int16).reshape(shape).view(torch.bfloat16))
         self.caches[cache.cache_id] = (cache, ts)
         return {"cache_id": cache.cache_id}
+
+    def cmd_remove_key(self, req):
+        self.dd.cache_manager.remove_cache_key(ld.CacheKey(CLUSTER, req))
+        return {}
 
     def _cluster(self, cluster, ip="127.0.0.1", port=1):
         c = ld.LLMClusterInfo()

@@ -1,13 +1,13 @@
-"""LLMDataDist.link with a rank table and switch_role moving the listener,
-between this process and llm_peer.py (cluster 1, a prompt), as HIXL's
-examples use them.
+"""LLMDataDist.link with a rank table, switch_role moving the listener, and
+remove_cache_key, between this process and llm_peer.py (cluster 1, a
+prompt), as HIXL's examples use them.
 
 The rank-table tests run the flow of HIXL's pull_cache_sample.py,
 pull_blocks_sample.py and pull_from_cache_to_blocks.py on host memory: both
 sides link with a rank table (loopback addresses of their own, the default
 port), query_register_mem_status until OK, the decoder pulls (bytes
 checked), the prompt pulls from the decoder too (the link is two-sided),
-both unlink, both finalize."""
+both unlink, the prompt removes its cache keys, both finalize."""
 
 import ctypes
 import hashlib
@@ -162,6 +162,8 @@ def test_the_pull_examples_flow_over_a_rank_table(decoder, peer):
     with pytest.raises(ld.LLMException) as e:
         cm.pull_cache(ld.CacheKey(PEER, 0), cache, batch_index=0)
     assert e.value.status_code == Code.LLM_NOT_YET_LINK
+    peer.call("remove_key", req=0)  # as the prompt of pull_cache_sample does before it deallocates
+    peer.call("remove_key", req=1)
     for c in (cache, to_blocks, blocks, mine):
         (cm.deallocate_cache if not c.is_blocks_cache else cm.deallocate_blocks_cache)(c)
 
@@ -304,3 +306,31 @@ def test_switch_role_with_the_hixl_backend_keeps_the_port(peer):
         assert e.value.status_code == Code.LLM_FEATURE_NOT_ENABLED
     finally:
         dd.finalize()
+
+
+def test_remove_cache_key(decoder, peer):
+    """After remove_cache_key a peer no longer finds the cache by that key (LLM_KV_CACHE_NOT_EXIST); by
+    its id it does; removing a key no cache has is no error."""
+    cid = peer.call("register", tensors=2, shape=SHAPE, seed=SEED, blocks=False, key=[10, 11])["cache_id"]
+    c = ld.LLMClusterInfo()
+    c.remote_cluster_id = PEER
+    c.append_local_ip_info("127.0.0.1", 0)
+    ip, port = peer.listen.rsplit(":", 1)
+    c.append_remote_ip_info(ip, int(port))
+    assert decoder.link_clusters([c], 10000)[0] == Code.LLM_SUCCESS
+    cm = decoder.cache_manager
+    cache = cm.allocate_cache(ld.CacheDesc(2, SHAPE, ld.DataType.DT_BF16, ld.Placement.HOST))
+    cm.pull_cache(ld.CacheKey(PEER, 10), cache, batch_index=0)
+    peer.call("remove_key", req=10)
+    peer.call("remove_key", req=10)  # not there any more: nothing happens
+    with pytest.raises(ld.LLMException) as e:
+        cm.pull_cache(ld.CacheKey(PEER, 10), cache, batch_index=0)
+    assert e.value.status_code == Code.LLM_KV_CACHE_NOT_EXIST
+    cm.pull_cache(ld.CacheKey(PEER, 11), cache, batch_index=1)  # the other key stays
+    cm.pull_cache(ld.CacheKeyByIdAndIndex(PEER, cid, 0), cache, batch_index=2)
+    for t in range(2):
+        data = tensor_view(cache, t)
+        assert [unit(data, u) for u in (0, 1, 2)] == [unit(tensor_bytes(SEED, t, SHAPE), u) for u in (0, 1, 0)]
+    with pytest.raises(TypeError):
+        cm.remove_cache_key(ld.BlocksCacheKey(PEER, 0))
+    cm.deallocate_cache(cache)

@@ -278,6 +278,9 @@ void BindDataDist(py::module_ &m) {
           },
           py::arg("comm_id"), Release(), "(status, RegisterMemStatus value)")
       .def(
+          "remove_cache_key", [](DataDist &d, const KeyTuple &key) { return d.dd().RemoveKvCacheKey(ToKey(key)); },
+          py::arg("key"), Release())
+      .def(
           "transfer_cache_async",
           [](DataDist &d, int64_t src_cache, py::object synchronizer, const std::vector<ConfigTuple> &configs,
              const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
